@@ -1,0 +1,55 @@
+# augkit developer tasks. `make test` is what CI runs (.ci/run).
+PY ?= python3
+VENV = .venv
+BIN = $(VENV)/bin
+STAMP = $(VENV)/.installed
+
+# Only the folders that exist yet are linted.
+LINT_PATHS = $(wildcard augkit tests benchmarks examples)
+# Notebooks whose stored outputs pytest checks with nbval.
+NOTEBOOKS = $(wildcard notebooks/*.ipynb)
+
+# Jupyter refuses to start as root without this flag.
+ifeq ($(shell id -u),0)
+LAB_FLAGS = --allow-root
+endif
+
+.PHONY: venv test lint format demo lab bench clean distclean
+
+venv: $(STAMP)
+
+# torch comes through pip on purpose: /etc/xdg/pip caps it at the release on this machine's disk.
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -e '.[dev]'
+	touch $@
+
+lint: venv
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+
+test: lint
+	$(BIN)/python -m pytest $(if $(NOTEBOOKS),--nbval $(NOTEBOOKS) tests)
+
+format: venv
+	$(BIN)/ruff check --fix $(LINT_PATHS)
+	$(BIN)/ruff format $(LINT_PATHS)
+
+demo: venv
+	$(BIN)/python examples/tutorial.py --out out
+
+lab: venv
+	$(BIN)/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 $(LAB_FLAGS)
+
+bench: venv
+	@if [ -f benchmarks/__main__.py ]; then $(BIN)/python -m benchmarks; \
+	elif [ -f benchmarks/run.py ]; then $(BIN)/python benchmarks/run.py; \
+	else echo "no benchmarks yet (benchmarks/__main__.py or benchmarks/run.py)" >&2; exit 1; fi
+
+clean:
+	rm -rf out build dist .pytest_cache .ruff_cache .hypothesis benchmarks/_work
+	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name '*.egg-info' -o -name .ipynb_checkpoints \) -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,98 @@
+"""Where arrays live: NumPy on "cpu", CuPy on "gpu", and the DLPack bridge between libraries.
+
+Nothing here imports CuPy or torch at module import time: CuPy is looked up on first use, and
+``gpu_unavailable_reason()`` says in plain words why a GPU pipeline cannot be built here.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+DEVICES = ("cpu", "gpu", "mixed")
+
+
+@functools.cache
+def _cupy() -> Any | None:
+    try:
+        import cupy
+    except Exception:
+        return None
+    return cupy
+
+
+@functools.cache
+def gpu_unavailable_reason() -> str | None:
+    """``None`` when CuPy and a CUDA device are usable, else the reason they are not."""
+    cupy = _cupy()
+    if cupy is None:
+        return "CuPy is not installed (pip install 'augkit[gpu]')"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        return f"CuPy cannot reach a CUDA device ({exc})"
+    if count == 0:
+        return "no CUDA device is visible"
+    return None
+
+
+def is_gpu_array(x: Any) -> bool:
+    """True for a CuPy array (checked without importing CuPy)."""
+    return type(x).__module__.startswith("cupy")
+
+
+def array_module(x: Any) -> Any:
+    """``numpy`` or ``cupy``, whichever ``x`` belongs to."""
+    return _cupy() if is_gpu_array(x) else np
+
+
+def to_cpu(x: Any) -> np.ndarray:
+    """A NumPy array with the data of ``x`` (CuPy arrays are copied to the host)."""
+    if is_gpu_array(x):
+        return x.get()
+    return np.asarray(x)
+
+
+def to_gpu(x: Any, device_id: int = 0) -> Any:
+    """A CuPy array on ``device_id`` with the data of ``x``."""
+    cupy = _cupy()
+    if cupy is None:
+        raise RuntimeError(gpu_unavailable_reason())
+    with cupy.cuda.Device(device_id):
+        return cupy.asarray(x)
+
+
+class DLPackCapsule:
+    """Wraps a bare DLPack capsule (what ``torch.utils.dlpack.to_dlpack`` returns) so that
+    ``np.from_dlpack`` and ``cupy.from_dlpack``, which want an object with ``__dlpack__``,
+    accept it."""
+
+    def __init__(self, capsule: Any, device: tuple[int, int]) -> None:
+        self._capsule = capsule
+        self._device = device
+
+    def __dlpack__(self, stream: Any = None, **_: Any) -> Any:
+        return self._capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._device
+
+
+_DL_CPU = 1
+_DL_CUDA = 2
+
+
+def from_dlpack(obj: Any, device: str) -> Any:
+    """A NumPy (device "cpu") or CuPy (device "gpu") array from a DLPack capsule or any object
+    that implements ``__dlpack__`` (a torch tensor, a CuPy array...)."""
+    if type(obj).__name__ == "PyCapsule":
+        obj = DLPackCapsule(obj, (_DL_CUDA, 0) if device == "gpu" else (_DL_CPU, 0))
+    if device == "gpu":
+        return _cupy().from_dlpack(obj)
+    return np.from_dlpack(obj)
+
+
+def is_dlpack_capsule(obj: Any) -> bool:
+    return type(obj).__name__ == "PyCapsule"

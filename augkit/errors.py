@@ -1,0 +1,66 @@
+"""augkit's exceptions. Every message names the operator, and where it applies the argument,
+the sample index and the sample's source (the file it was read from).
+
+``ArgumentError`` is also a ``ValueError`` and ``TypeError`` so that code written against
+NumPy-style errors still catches it; ``OperatorError`` chains the user's exception so that its
+traceback (and the user's line) is shown below augkit's message.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class AugkitError(Exception):
+    """Base class of every error augkit raises on purpose."""
+
+
+class ArgumentError(AugkitError, ValueError, TypeError):
+    """An operator or pipeline was given an argument it cannot use."""
+
+
+class DeviceError(AugkitError, RuntimeError):
+    """A device (a GPU, CuPy) that the pipeline asks for is not available."""
+
+
+class GraphError(AugkitError, RuntimeError):
+    """The pipeline's definition cannot be turned into a graph (no outputs, a foreign node...)."""
+
+
+class OperatorError(AugkitError, RuntimeError):
+    """An operator failed while running on a batch.
+
+    Attributes:
+        operator: the operator's name in the graph, e.g. ``"PythonFunction_3"``.
+        sample_index: index of the failing sample in its batch, or ``None`` for a whole batch.
+        source_info: where that sample came from (a file path), or ``""``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        operator: str,
+        sample_index: int | None = None,
+        source_info: str = "",
+    ) -> None:
+        where = f"operator {operator}"
+        if sample_index is not None:
+            where += f", sample #{sample_index}"
+            if source_info:
+                where += f" ({source_info})"
+        super().__init__(f"{where}: {message}")
+        self.operator = operator
+        self.sample_index = sample_index
+        self.source_info = source_info
+
+
+def suggest(name: str, valid: Iterable[str]) -> str:
+    """ " Did you mean 'x'?" for the closest valid name, or "" when nothing is close."""
+    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
+    return f" Did you mean '{close[0]}'?" if close else ""
+
+
+class RaggedBatchError(AugkitError, ValueError):
+    """A dense batch was asked of a batch whose samples have different shapes."""

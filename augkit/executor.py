@@ -1,0 +1,162 @@
+"""Runs a pipeline's graph: turns the traced nodes into operator instances, one iteration at a
+time, with each operator's per-sample work spread over a pool of ``num_threads`` threads.
+
+This is the simple executor: operators run one after another in graph order and the iteration
+is computed when ``run()`` asks for it. Every result is a function of (seed, iteration, sample)
+only, so a faster executor (pipelined, worker processes) can be swapped in without changing a
+number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from augkit import backend
+from augkit.errors import AugkitError, DeviceError, GraphError, OperatorError
+from augkit.graph import DataNode, OperatorNode
+from augkit.operators.base import OperatorImpl, RunContext, SourceOperator
+from augkit.random import operator_seed
+from augkit.tensors import TensorList
+
+
+def collect(outputs: Sequence[DataNode], trace: Sequence[OperatorNode]) -> list[OperatorNode]:
+    """The nodes to run, in an order where every node follows its inputs: those the outputs
+    depend on and those marked ``preserve=True``; everything else is pruned."""
+    seen: dict[int, OperatorNode] = {}
+    stack = [d.source for d in outputs] + [n for n in trace if n.args.get("preserve")]
+    while stack:
+        node = stack.pop()
+        if node.id not in seen:
+            seen[node.id] = node
+            stack.extend(node.parents())
+    # A node is always created after its inputs, so creation order is a topological order.
+    return [seen[k] for k in sorted(seen)]
+
+
+class Executor:
+    """Runs the nodes of one pipeline.
+
+    Args:
+        nodes: what ``collect`` returned.
+        trace: every node created while the pipeline was defined, in creation order (seeds
+            are numbered by it, pruned nodes included, so pruning changes no seed).
+        seed: the pipeline's resolved seed.
+        num_threads: size of the thread pool for per-sample work.
+        device_id: the CUDA device for GPU operators (``None``: no GPU wanted).
+    """
+
+    def __init__(
+        self,
+        nodes: list[OperatorNode],
+        trace: Sequence[OperatorNode],
+        seed: int,
+        num_threads: int,
+        device_id: int | None,
+    ) -> None:
+        numbered = sorted({n.id for n in (*trace, *nodes)})
+        ordinal = {node_id: k for k, node_id in enumerate(numbered)}
+        self.nodes = nodes
+        self.device_id = device_id
+        self._check_devices(nodes)
+        self.impls: dict[int, OperatorImpl] = {}
+        for node in nodes:
+            own = node.args.get("seed", -1)
+            op_seed = own if own != -1 else operator_seed(seed, ordinal[node.seed_group])
+            self.impls[node.id] = node.schema.impl(
+                node.schema, node.args, node.name, op_seed, node.device, len(node.inputs)
+            )
+        self.sources = [n for n in nodes if self.impls[n.id].is_source]
+        self.producers = [n for n in nodes if self.impls[n.id].produces_batch]
+        self._pool = ThreadPoolExecutor(num_threads, "augkit") if num_threads > 1 else None
+
+    def _check_devices(self, nodes: list[OperatorNode]) -> None:
+        for node in nodes:
+            if node.device in ("gpu", "mixed") and not node.schema.name.startswith("_"):
+                reason = backend.gpu_unavailable_reason()
+                if reason is None and self.device_id is None:
+                    reason = "the pipeline was created with device_id=None"
+                if reason is not None:
+                    raise DeviceError(
+                        f"{node.name} (device={node.device!r}) needs a GPU, but {reason}. "
+                        f"Use device='cpu' for it, or run where a CUDA device and CuPy exist."
+                    )
+
+    def source(self, name: str | None = None) -> SourceOperator:
+        for node in self.sources:
+            if name is None or node.name == name:
+                return self.impls[node.id]  # type: ignore[return-value]
+        names = ", ".join(n.name for n in self.sources) or "none"
+        raise GraphError(
+            f"no reader named {name!r} in this pipeline (readers: {names})"
+            if name
+            else "this pipeline has no reader, so it has no epochs; call run() instead"
+        )
+
+    def readers(self) -> dict[str, SourceOperator]:
+        return {n.name: self.impls[n.id] for n in self.sources}  # type: ignore[misc]
+
+    def map(self, fn: Callable[[int], Any], n: int) -> list[Any]:
+        """``[fn(0), ..., fn(n-1)]`` over the pool; the lowest failing index's error is raised,
+        so that which error a batch reports does not depend on thread timing."""
+        if self._pool is None or n < 2:
+            return [fn(i) for i in range(n)]
+        futures = [self._pool.submit(fn, i) for i in range(n)]
+        errors = [f.exception() for f in futures]
+        for error in errors:
+            if error is not None:
+                raise error
+        return [f.result() for f in futures]
+
+    def run(
+        self, iteration: int, batch_size: int, partial: bool = False
+    ) -> dict[DataNode, TensorList]:
+        """Compute one iteration; returns the batch of every node output that was run."""
+        ctx = RunContext(iteration, batch_size, self.map, self.device_id, partial)
+        values: dict[DataNode, TensorList] = {}
+        sizes: dict[str, int] = {}
+        for node in self.producers:
+            impl = self.impls[node.id]
+            outs = self._call(node, lambda impl=impl: impl.run(ctx, [], {}))
+            values.update(zip(node.outputs, outs, strict=True))
+            sizes[node.name] = len(outs[0]) if outs else batch_size
+        if len(set(sizes.values())) > 1:
+            raise GraphError(f"sources delivered batches of different sizes: {sizes}")
+        if sizes:
+            ctx.batch_size = next(iter(sizes.values()))
+        for node in self.nodes:
+            impl = self.impls[node.id]
+            if impl.produces_batch:
+                continue
+            inputs = [values[d] for d in node.inputs]
+            arg_inputs = {k: values[d] for k, d in node.arg_nodes.items()}
+            for key, batch in arg_inputs.items():
+                if len(batch) != ctx.batch_size:
+                    raise OperatorError(
+                        f"argument '{key}' has {len(batch)} values, but the batch has "
+                        f"{ctx.batch_size} samples",
+                        operator=node.name,
+                    )
+            outs = self._call(node, lambda impl=impl, i=inputs, a=arg_inputs: impl.run(ctx, i, a))
+            values.update(zip(node.outputs, outs, strict=True))
+        return values
+
+    @staticmethod
+    def _call(node: OperatorNode, work: Callable[[], list[TensorList]]) -> list[TensorList]:
+        try:
+            outs = work()
+        except (AugkitError, StopIteration):
+            raise
+        except Exception as exc:
+            raise OperatorError(f"{type(exc).__name__}: {exc}", operator=node.name) from exc
+        if len(outs) != len(node.outputs):
+            raise OperatorError(
+                f"produced {len(outs)} outputs, expected {len(node.outputs)}", operator=node.name
+            )
+        return outs
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None

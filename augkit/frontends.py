@@ -1,0 +1,102 @@
+"""Generates the user-facing front ends from the one registry: functions for ``augkit.fn``
+(``fn.readers.file(...)``) and classes for ``augkit.ops`` (``ops.readers.File(...)``, with
+DALI's legacy aliases such as ``ops.FileReader``). An operator is written once, in
+``augkit.operators``; it appears here by itself.
+"""
+
+from __future__ import annotations
+
+import sys
+import types as pytypes
+from typing import Any
+
+from augkit.graph import Operator
+from augkit.operators.registry import REGISTRY, REQUIRED, OperatorSchema
+
+
+def docstring(schema: OperatorSchema, style: str) -> str:
+    """The generated docstring: the operator's description, then its arguments."""
+    lines = [schema.doc.strip(), "", "Args:"]
+    for arg in schema.arguments.values():
+        default = "required" if arg.default is REQUIRED else f"default {arg.default!r}"
+        per_sample = "; may be per-sample (a DataNode)" if arg.per_sample else ""
+        lines.append(f"    {arg.name}: {arg.doc} ({default}{per_sample})")
+    call = f"fn.{schema.name}" if style == "fn" else f"ops.{schema.class_name}"
+    lines += ["", f"Called as ``{call}``; the same operator is ``augkit.{_other(schema, style)}``."]
+    return "\n".join(lines)
+
+
+def _other(schema: OperatorSchema, style: str) -> str:
+    return f"ops.{schema.class_name}" if style == "fn" else f"fn.{schema.name}"
+
+
+_classes: dict[str, type[Operator]] = {}
+
+
+def operator_class(schema: OperatorSchema) -> type[Operator]:
+    """The ``ops`` class of ``schema`` (one class per operator, shared by ``fn`` and ``ops``)."""
+    cls = _classes.get(schema.name)
+    if cls is None:
+        short = schema.class_name.rsplit(".", 1)[-1]
+        module = "augkit.plugin.pytorch" if schema.module else "augkit.ops"
+        cls = type(
+            short,
+            (Operator,),
+            {
+                "schema": schema,
+                "__doc__": docstring(schema, "ops"),
+                "__module__": module,
+                "__qualname__": schema.class_name,
+            },
+        )
+        _classes[schema.name] = cls
+    return cls
+
+
+def make_function(schema: OperatorSchema, module: str) -> Any:
+    cls = operator_class(schema)
+
+    def operator_function(*inputs: Any, **kwargs: Any) -> Any:
+        return cls(**kwargs)(*inputs)
+
+    short = schema.name.rsplit(".", 1)[-1]
+    operator_function.__name__ = short
+    operator_function.__qualname__ = schema.name
+    operator_function.__module__ = module
+    operator_function.__doc__ = docstring(schema, "fn")
+    return operator_function
+
+
+def _namespace(root: pytypes.ModuleType, dotted: str) -> tuple[pytypes.ModuleType, str]:
+    """The (sub)module of ``root`` that holds the last part of ``dotted``, made as needed."""
+    *parents, last = dotted.split(".")
+    module = root
+    for part in parents:
+        child = getattr(module, part, None)
+        if child is None:
+            child = pytypes.ModuleType(f"{module.__name__}.{part}")
+            child.__doc__ = f"The {part} operators of {root.__name__}."
+            setattr(module, part, child)
+            sys.modules[child.__name__] = child
+        module = child
+    return module, last
+
+
+def populate_fn(fn_module: pytypes.ModuleType, where: str = "") -> None:
+    """Put a function for every registered operator whose ``module`` is ``where``."""
+    for schema in REGISTRY.values():
+        if schema.module == where:
+            holder, short = _namespace(fn_module, schema.name)
+            setattr(holder, short, make_function(schema, holder.__name__))
+
+
+def populate_ops(ops_module: pytypes.ModuleType, where: str = "") -> None:
+    """Put the class of every registered operator whose ``module`` is ``where``, and its
+    legacy aliases."""
+    for schema in REGISTRY.values():
+        if schema.module == where:
+            cls = operator_class(schema)
+            holder, short = _namespace(ops_module, schema.class_name)
+            setattr(holder, short, cls)
+            for alias in schema.aliases:
+                setattr(ops_module, alias, cls)

@@ -1,0 +1,226 @@
+"""The traced graph: ``DataNode`` (an operator's output, what ``fn.*`` calls return) and
+``OperatorNode`` (one use of an operator), and ``Operator``, the base of every ``ops`` class.
+
+Calling an operator never computes anything: it records an ``OperatorNode`` whose outputs are
+``DataNode`` objects. ``Pipeline.build()`` walks back from the outputs to find what to run.
+Nodes are numbered in creation order; while a pipeline is being defined they are also recorded
+in its trace, which is what operator seeds are derived from (``augkit.random``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+from augkit.errors import ArgumentError
+from augkit.operators.registry import OperatorSchema
+
+_ids = itertools.count()
+_local = threading.local()
+
+
+@contextmanager
+def tracing(nodes: list[OperatorNode]) -> Iterator[list[OperatorNode]]:
+    """Record every OperatorNode created inside the block into ``nodes``."""
+    stack = _local.__dict__.setdefault("stack", [])
+    stack.append(nodes)
+    try:
+        yield nodes
+    finally:
+        stack.pop()
+
+
+def _record(node: OperatorNode) -> None:
+    stack = _local.__dict__.get("stack")
+    if stack:
+        stack[-1].append(node)
+
+
+class DataNode:
+    """One output of one operator in a pipeline's graph (DALI's ``DataNode``).
+
+    It holds no data: pass it to other operators, or return it from ``define_graph`` (or give it
+    to ``set_outputs``) to get its batch from ``Pipeline.run()``.
+    """
+
+    __slots__ = ("device", "index", "source")
+
+    def __init__(self, source: OperatorNode, index: int, device: str) -> None:
+        self.source = source
+        self.index = index
+        self.device = device
+
+    @property
+    def name(self) -> str:
+        node = self.source
+        return node.name if len(node.outputs) == 1 else f"{node.name}[{self.index}]"
+
+    def gpu(self) -> DataNode:
+        """This output copied to the GPU (itself when it is already there)."""
+        return self if self.device == "gpu" else _transfer("_to_gpu", self)
+
+    def cpu(self) -> DataNode:
+        """This output copied to the host (itself when it is already there)."""
+        return self if self.device == "cpu" else _transfer("_to_cpu", self)
+
+    def __repr__(self) -> str:
+        return f"DataNode(name={self.name!r}, device={self.device!r})"
+
+
+def _transfer(schema_name: str, node: DataNode) -> DataNode:
+    from augkit.operators.registry import REGISTRY
+
+    return OperatorNode(
+        REGISTRY[schema_name], "gpu" if schema_name == "_to_gpu" else "cpu", {}, {}, [node]
+    ).outputs[0]
+
+
+class OperatorNode:
+    """One use of an operator: its schema, device, constant arguments, argument inputs and
+    inputs."""
+
+    def __init__(
+        self,
+        schema: OperatorSchema,
+        device: str,
+        args: dict[str, Any],
+        arg_nodes: dict[str, DataNode],
+        inputs: list[DataNode],
+    ) -> None:
+        self.id = next(_ids)
+        # The node whose ordinal gives this node's seed: itself, or the first node of the same
+        # multiple-input-set call (those share one seed, as in DALI).
+        self.seed_group = self.id
+        self.schema = schema
+        self.device = device
+        self.args = args
+        self.arg_nodes = arg_nodes
+        self.inputs = inputs
+        self.name: str = args.get("name") or f"{schema.class_name.split('.')[-1]}_{self.id}"
+        out_device = "gpu" if device in ("gpu", "mixed") else "cpu"
+        self.outputs = [DataNode(self, k, out_device) for k in range(schema.outputs_for(args))]
+        _record(self)
+
+    def parents(self) -> list[OperatorNode]:
+        return [d.source for d in (*self.inputs, *self.arg_nodes.values())]
+
+    def __repr__(self) -> str:
+        return f"OperatorNode({self.name!r}, device={self.device!r})"
+
+
+def is_node(value: Any) -> bool:
+    return isinstance(value, DataNode)
+
+
+class Operator:
+    """Base of every ``augkit.ops`` class: construct with arguments, call with inputs.
+
+    Example:
+        >>> from augkit import ops
+        >>> resize = ops.Resize(resize_x=300, resize_y=300)
+        >>> # inside define_graph: images = resize(decoded)
+    """
+
+    schema: ClassVar[OperatorSchema]
+
+    def __init__(self, **kwargs: Any) -> None:
+        schema = self.schema
+        device = kwargs.get("device", "cpu")
+        if device not in schema.devices:
+            raise ArgumentError(
+                f"{schema.class_name}: device={device!r} is not supported; augkit has "
+                f"{schema.class_name} for device {' or '.join(map(repr, schema.devices))}."
+            )
+        self._device = device
+        self._constants, self._arg_nodes = schema.bind(kwargs, is_node)
+        missing = schema.missing(set(kwargs))
+        if missing:
+            raise ArgumentError(
+                f"{schema.class_name}: missing required argument "
+                f"{', '.join(repr(m) for m in missing)}."
+            )
+        self._args = {**schema.defaults(), **self._constants}
+
+    @property
+    def device(self) -> str:
+        return self._device
+
+    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        schema = self.schema
+        constants, arg_nodes = schema.bind(kwargs, is_node)
+        args = {**self._args, **constants}
+        arg_nodes = {**self._arg_nodes, **arg_nodes}
+        for key, node in arg_nodes.items():
+            if node.device != "cpu":
+                raise ArgumentError(
+                    f"{schema.class_name}: argument '{key}' takes per-sample values from the "
+                    f"CPU, but {node.name} is on the GPU; use .cpu() on it."
+                )
+        high = schema.max_inputs
+        if len(inputs) < schema.min_inputs or (high is not None and len(inputs) > high):
+            want = (
+                f"{schema.min_inputs}"
+                if high == schema.min_inputs
+                else f"at least {schema.min_inputs}"
+                if high is None
+                else f"{schema.min_inputs} to {high}"
+            )
+            raise ArgumentError(f"{schema.class_name}: takes {want} input(s), got {len(inputs)}.")
+        sets = _input_sets(schema, inputs)
+        results = [self._node(args, arg_nodes, list(one)) for one in sets]
+        for outputs in results[1:]:
+            if outputs:
+                outputs[0].source.seed_group = results[0][0].source.id
+        if len(sets) == 1 and not any(isinstance(x, list) for x in inputs):
+            return _unpack(results[0])
+        # Multiple input sets: one list per output, each with one node per input set (DALI).
+        outs = [list(per_output) for per_output in zip(*results, strict=True)]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _node(
+        self, args: dict[str, Any], arg_nodes: dict[str, DataNode], inputs: list[DataNode]
+    ) -> list[DataNode]:
+        schema = self.schema
+        for k, node in enumerate(inputs):
+            if not isinstance(node, DataNode):
+                raise ArgumentError(
+                    f"{schema.class_name}: input {k} must be the output of another operator "
+                    f"(a DataNode), got {type(node).__name__}. To run operators on arrays "
+                    f"directly, use augkit.eager."
+                )
+            if self._device == "cpu" and node.device == "gpu":
+                raise ArgumentError(
+                    f"{schema.class_name}(device='cpu'): input {k} ({node.name}) is on the GPU; "
+                    f"a CPU operator cannot read GPU data."
+                )
+            if self._device == "gpu" and node.device == "cpu":
+                inputs[k] = node.gpu()
+        node = OperatorNode(schema, self._device, args, arg_nodes, inputs)
+        return node.outputs
+
+
+def _input_sets(schema: OperatorSchema, inputs: tuple[Any, ...]) -> list[list[Any]]:
+    lengths = {len(x) for x in inputs if isinstance(x, list)}
+    if not lengths:
+        return [list(inputs)]
+    if len(lengths) > 1:
+        raise ArgumentError(
+            f"{schema.class_name}: input lists (multiple input sets) must all have the same "
+            f"length, got lengths {sorted(lengths)}."
+        )
+    if not schema.input_sets:
+        raise ArgumentError(
+            f"{schema.class_name}: does not support multiple input sets (lists of inputs); "
+            f"call it once per input instead."
+        )
+    count = lengths.pop()
+    return [[x[i] if isinstance(x, list) else x for x in inputs] for i in range(count)]
+
+
+def _unpack(outputs: list[DataNode]) -> Any:
+    if not outputs:
+        return None
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)

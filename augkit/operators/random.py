@@ -1,0 +1,120 @@
+"""Random operators: they produce per-sample values (DALI's ``fn.random.*``) that other
+operators take as argument inputs, e.g. ``fn.rotate(x, angle=fn.random.uniform(range=(-30,
+30)))``. Their kernels draw from the stream of (operator seed, iteration, sample) that
+``SampleOperator`` hands them as ``rng``; they are the only kernels that see randomness.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from augkit import types
+from augkit.operators.base import SampleOperator
+from augkit.operators.registry import (
+    Arg,
+    OperatorSchema,
+    register,
+    to_dtype,
+    to_float,
+    to_floats,
+    to_ints,
+)
+
+_SHAPE = Arg(
+    "shape", "shape of each sample's value (default: one scalar, shape ())", (), to_ints(low=0)
+)
+
+
+def _dtype_arg(default: types.DALIDataType) -> Arg:
+    return Arg("dtype", "output data type", default, to_dtype)
+
+
+def _range(value: Any) -> tuple[float, float]:
+    low, high = to_floats(2)(value)
+    if not low < high:
+        raise ValueError(f"range must be (low, high) with low < high, got ({low}, {high})")
+    return low, high
+
+
+class Uniform(SampleOperator):
+    random = True
+
+    def kernel(
+        self,
+        *,
+        rng: np.random.Generator,
+        range: tuple[float, float],
+        values: tuple[float, ...] | None,
+        shape: tuple[int, ...],
+        dtype: Any,
+        **_: Any,
+    ) -> np.ndarray:
+        if values:
+            out = np.asarray(values)[rng.integers(0, len(values), size=shape)]
+        else:
+            out = rng.uniform(range[0], range[1], size=shape)
+        return np.asarray(out, dtype=dtype.numpy)
+
+    def empty_dtype(self, index: int) -> Any:
+        return self.args["dtype"].numpy
+
+
+class CoinFlip(SampleOperator):
+    random = True
+
+    def kernel(
+        self,
+        *,
+        rng: np.random.Generator,
+        probability: float,
+        shape: tuple[int, ...],
+        dtype: Any,
+        **_: Any,
+    ) -> np.ndarray:
+        return np.asarray(rng.random(size=shape) < probability, dtype=dtype.numpy)
+
+    def empty_dtype(self, index: int) -> Any:
+        return self.args["dtype"].numpy
+
+
+register(
+    OperatorSchema(
+        name="random.uniform",
+        class_name="random.Uniform",
+        impl=Uniform,
+        min_inputs=0,
+        max_inputs=0,
+        aliases=("Uniform",),
+        doc="Values drawn uniformly from ``range`` [low, high), or from the discrete ``values``.",
+        args=[
+            Arg("range", "the interval [low, high) to draw from", (-1.0, 1.0), _range),
+            Arg(
+                "values",
+                "discrete values to draw from with equal probability (overrides range)",
+                None,
+                to_floats(),
+            ),
+            _SHAPE,
+            _dtype_arg(types.FLOAT),
+        ],
+    )
+)
+
+register(
+    OperatorSchema(
+        name="random.coin_flip",
+        class_name="random.CoinFlip",
+        impl=CoinFlip,
+        min_inputs=0,
+        max_inputs=0,
+        aliases=("CoinFlip",),
+        doc="1 with probability ``probability``, else 0 (e.g. ``mirror=fn.random.coin_flip()``).",
+        args=[
+            Arg("probability", "chance of a 1", 0.5, to_float(0.0, 1.0), per_sample=True),
+            _SHAPE,
+            _dtype_arg(types.INT32),
+        ],
+    )
+)

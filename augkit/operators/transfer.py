@@ -1,0 +1,44 @@
+"""Copies between host and GPU (``DataNode.gpu()`` / ``.cpu()``); internal, not in ``fn``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from augkit import backend
+from augkit.operators.base import OperatorImpl, RunContext
+from augkit.operators.registry import OperatorSchema, register
+from augkit.tensors import TensorList
+
+
+class _ToGPU(OperatorImpl):
+    def run(
+        self, ctx: RunContext, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList]:
+        batch = inputs[0]
+        device = ctx.device_id or 0
+        samples = [backend.to_gpu(s, device) for s in batch._samples]
+        return [TensorList(samples, batch.layout(), batch._source_info)]
+
+
+class _ToCPU(OperatorImpl):
+    def run(
+        self, ctx: RunContext, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList]:
+        return [inputs[0].as_cpu()]
+
+
+register(
+    OperatorSchema(
+        "_to_gpu", "_ToGPU", _ToGPU, "Copy a batch to the GPU.", devices=("gpu",), module="internal"
+    )
+)
+register(
+    OperatorSchema(
+        "_to_cpu",
+        "_ToCPU",
+        _ToCPU,
+        "Copy a batch to the host.",
+        devices=("cpu",),
+        module="internal",
+    )
+)

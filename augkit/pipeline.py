@@ -1,0 +1,386 @@
+"""``Pipeline`` and ``pipeline_def``: DALI's pipeline API over augkit's graph and executor.
+
+Three ways to define a pipeline, as in DALI:
+
+    class MyPipe(Pipeline):                       # 1. subclass, operators made in __init__
+        def __init__(self):
+            super().__init__(batch_size=4, num_threads=2, device_id=0, seed=99)
+            self.read = ops.readers.File(file_root="data/images")
+            self.decode = ops.decoders.Image(output_type=types.RGB)
+        def define_graph(self):
+            jpegs, labels = self.read()
+            return self.decode(jpegs), labels
+
+    pipe = Pipeline(batch_size=4, num_threads=2, device_id=0)   # 2. context manager
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root="data/images")
+        pipe.set_outputs(fn.decoders.image(jpegs), labels)
+
+    @pipeline_def(batch_size=4, num_threads=2, device_id=0)     # 3. decorator
+    def my_pipe(root):
+        jpegs, labels = fn.readers.file(file_root=root)
+        return fn.decoders.image(jpegs), labels
+
+Epochs. ``run()`` never stops: like DALI's readers, a reader that reaches the end of its data
+set goes on into the next epoch inside the same batch (or repeats its last sample to fill the
+batch when it was given ``pad_last_batch=True``). ``for outputs in pipe:`` (or
+``pipe.epoch(last_batch_policy=...)``) walks one epoch of the first reader and then raises
+``StopIteration``:
+
+- ``"fill"`` (default): the last batch is full, completed as ``run()`` completes it;
+- ``"partial"``: the last batch holds only the samples left in the epoch (it is smaller);
+- ``"drop"``: the last batch is dropped when it would not be full.
+
+After the loop the readers start the next epoch from its first sample (``reset()``), so every
+``for`` loop sees one whole epoch, however the previous one ended.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar
+
+from augkit.errors import ArgumentError, GraphError
+from augkit.executor import Executor, collect
+from augkit.graph import DataNode, OperatorNode, tracing
+from augkit.random import resolve_seed
+from augkit.tensors import TensorList
+
+_LAST_BATCH_POLICIES = ("fill", "partial", "drop")
+
+
+class Pipeline:
+    """A graph of operators that produces batches (DALI's ``nvidia.dali.Pipeline``).
+
+    Args:
+        batch_size: samples per batch.
+        num_threads: threads for the per-sample work of operators (-1: one per CPU core).
+        device_id: the CUDA device for GPU operators; a pipeline of CPU operators runs
+            without any GPU whatever this is. ``None`` means no GPU.
+        seed: seed of every random choice in the pipeline (-1: a fresh one each time).
+        exec_pipelined, prefetch_queue_depth, exec_async: DALI's execution settings; accepted
+            (with the tutorial's ``exec_async=False, exec_pipelined=False`` too) and kept, and
+            results do not depend on them.
+        bytes_per_sample, set_affinity, max_streams, default_cuda_stream_priority,
+        enable_memory_stats, enable_checkpointing, py_num_workers, py_start_method,
+        py_callback_pickler, output_dtype, output_ndim, exec_dynamic: DALI's other
+            arguments, accepted for compatibility.
+
+    Example:
+        >>> pipe = Pipeline(batch_size=2, num_threads=1, device_id=None, seed=1)
+    """
+
+    _current: ClassVar[list[Pipeline]] = []
+
+    def __init__(
+        self,
+        batch_size: int = -1,
+        num_threads: int = -1,
+        device_id: int | None = -1,
+        seed: int = -1,
+        exec_pipelined: bool = True,
+        prefetch_queue_depth: int | dict[str, int] = 2,
+        exec_async: bool = True,
+        bytes_per_sample: int = 0,
+        set_affinity: bool = False,
+        max_streams: int = -1,
+        default_cuda_stream_priority: int = 0,
+        *,
+        enable_memory_stats: bool = False,
+        enable_checkpointing: bool = False,
+        py_num_workers: int = 1,
+        py_start_method: str = "fork",
+        py_callback_pickler: Any = None,
+        output_dtype: Any = None,
+        output_ndim: Any = None,
+        exec_dynamic: bool = False,
+        experimental_exec_dynamic: bool = False,
+    ) -> None:
+        self._batch_size = _positive_or_unset("batch_size", batch_size)
+        threads = _positive_or_unset("num_threads", num_threads)
+        self._num_threads = threads if threads != -1 else (os.cpu_count() or 1)
+        if device_id is not None and (not isinstance(device_id, int) or device_id < -1):
+            raise ArgumentError(
+                f"Pipeline: device_id must be an integer >= 0, -1 or None, got {device_id!r}"
+            )
+        self._device_id = None if device_id in (None, -1) else device_id
+        try:
+            self._seed = resolve_seed(seed)
+        except ValueError as exc:
+            raise ArgumentError(f"Pipeline: {exc}") from None
+        if isinstance(prefetch_queue_depth, int) and prefetch_queue_depth < 1:
+            raise ArgumentError(
+                f"Pipeline: prefetch_queue_depth must be >= 1, got {prefetch_queue_depth}"
+            )
+        _positive_or_unset("py_num_workers", py_num_workers)
+        self._exec_settings = {
+            "exec_pipelined": exec_pipelined,
+            "prefetch_queue_depth": prefetch_queue_depth,
+            "exec_async": exec_async,
+            "bytes_per_sample": bytes_per_sample,
+            "set_affinity": set_affinity,
+            "max_streams": max_streams,
+            "default_cuda_stream_priority": default_cuda_stream_priority,
+            "enable_memory_stats": enable_memory_stats,
+            "enable_checkpointing": enable_checkpointing,
+            "py_num_workers": py_num_workers,
+            "py_start_method": py_start_method,
+            "py_callback_pickler": py_callback_pickler,
+            "output_dtype": output_dtype,
+            "output_ndim": output_ndim,
+            "exec_dynamic": exec_dynamic or experimental_exec_dynamic,
+        }
+        self._trace: list[OperatorNode] = []
+        self._outputs: list[DataNode] | None = None
+        self._executor: Executor | None = None
+        self._iteration = 0
+        self._scheduled: list[tuple[TensorList, ...]] = []
+
+    # --- settings -------------------------------------------------------------------------------
+    @property
+    def batch_size(self) -> int:
+        return self._batch_size
+
+    @property
+    def num_threads(self) -> int:
+        return self._num_threads
+
+    @property
+    def device_id(self) -> int | None:
+        return self._device_id
+
+    @property
+    def seed(self) -> int:
+        return self._seed
+
+    @property
+    def exec_async(self) -> bool:
+        return self._exec_settings["exec_async"]
+
+    @property
+    def exec_pipelined(self) -> bool:
+        return self._exec_settings["exec_pipelined"]
+
+    @property
+    def prefetch_queue_depth(self) -> int | dict[str, int]:
+        return self._exec_settings["prefetch_queue_depth"]
+
+    @property
+    def py_num_workers(self) -> int:
+        return self._exec_settings["py_num_workers"]
+
+    @staticmethod
+    def current() -> Pipeline | None:
+        """The pipeline whose ``with`` block is being executed, if any."""
+        return Pipeline._current[-1] if Pipeline._current else None
+
+    # --- definition ----------------------------------------------------------------------------
+    def define_graph(self) -> Any:
+        """Override to return the pipeline's outputs (DataNodes) from operators."""
+        raise GraphError(
+            f"{type(self).__name__} has no outputs: override define_graph(), or call "
+            f"set_outputs() inside 'with pipe:'"
+        )
+
+    def set_outputs(self, *outputs: DataNode) -> None:
+        """Make ``outputs`` what ``run()`` returns (use inside ``with pipe:``)."""
+        if self._executor is not None:
+            raise GraphError("set_outputs() after build(): the graph is already fixed")
+        self._outputs = _check_outputs(outputs, "set_outputs()")
+
+    def __enter__(self) -> Pipeline:
+        self._tracing = tracing(self._trace)
+        self._tracing.__enter__()
+        Pipeline._current.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        Pipeline._current.remove(self)
+        self._tracing.__exit__(*exc)
+
+    # --- running -------------------------------------------------------------------------------
+    def build(self) -> None:
+        """Check the graph and prepare every operator (optional: ``run()`` builds if needed).
+
+        Raises:
+            GraphError: the pipeline has no outputs, or an output is not an operator's output.
+            ArgumentError: an operator's arguments cannot work (a missing ``file_root``...).
+            DeviceError: a GPU operator where no GPU can be used.
+        """
+        if self._executor is not None:
+            return
+        if self._batch_size == -1:
+            raise ArgumentError(
+                "Pipeline: batch_size must be set before build(), e.g. Pipeline(batch_size=8, ...)"
+            )
+        if self._outputs is None:
+            with tracing(self._trace):
+                Pipeline._current.append(self)
+                try:
+                    outputs = self.define_graph()
+                finally:
+                    Pipeline._current.remove(self)
+            if isinstance(outputs, DataNode):
+                outputs = (outputs,)
+            self._outputs = _check_outputs(outputs, "define_graph()")
+        nodes = collect(self._outputs, self._trace)
+        self._executor = Executor(
+            nodes, self._trace, self._seed, self._num_threads, self._device_id
+        )
+
+    def run(self) -> tuple[TensorList, ...]:
+        """Compute the next batch; returns one TensorList per output.
+
+        An error in an operator is raised here (``OperatorError``, naming the operator and the
+        sample), and the pipeline stays usable: the next ``run()`` computes the next batch.
+        """
+        if self._scheduled:
+            return self._scheduled.pop(0)
+        return self._run(partial=False)
+
+    def schedule_run(self) -> None:
+        """DALI's asynchronous API: compute a batch now, to be returned by ``outputs()``."""
+        self._scheduled.append(self._run(partial=False))
+
+    def outputs(self) -> tuple[TensorList, ...]:
+        """The batch computed by the oldest ``schedule_run()``."""
+        if not self._scheduled:
+            raise GraphError("outputs() without a schedule_run() before it")
+        return self._scheduled.pop(0)
+
+    def _run(self, partial: bool) -> tuple[TensorList, ...]:
+        self.build()
+        assert self._executor is not None and self._outputs is not None
+        iteration = self._iteration
+        self._iteration += 1
+        values = self._executor.run(iteration, self._batch_size, partial)
+        return tuple(values[d] for d in self._outputs)
+
+    def reset(self) -> None:
+        """End the current epoch: every reader starts its next epoch from its first sample."""
+        self._scheduled.clear()
+        if self._executor is not None:
+            for reader in self._executor.readers().values():
+                reader.reset()
+
+    def epoch_size(self, name: str | None = None) -> int | dict[str, int]:
+        """Samples in one epoch of the reader ``name``, or ``{name: size}`` for every reader."""
+        self.build()
+        assert self._executor is not None
+        if name is not None:
+            return self._executor.source(name).epoch_size()
+        return {n: r.epoch_size() for n, r in self._executor.readers().items()}
+
+    def epoch(
+        self, last_batch_policy: str = "fill", reader_name: str | None = None
+    ) -> Iterator[tuple[TensorList, ...]]:
+        """Iterate over one epoch of ``reader_name`` (default: the first reader).
+
+        Args:
+            last_batch_policy: "fill", "partial" or "drop" (see the module docstring).
+        """
+        if last_batch_policy not in _LAST_BATCH_POLICIES:
+            raise ArgumentError(
+                f"last_batch_policy must be one of {_LAST_BATCH_POLICIES}, "
+                f"got {last_batch_policy!r}"
+            )
+        self.build()
+        assert self._executor is not None
+        lead = self._executor.source(reader_name)
+        return self._epoch(lead, last_batch_policy)
+
+    def _epoch(self, lead: Any, policy: str) -> Iterator[tuple[TensorList, ...]]:
+        try:
+            while True:
+                left = lead.left_in_epoch()
+                if left == 0 or (policy == "drop" and left < self._batch_size):
+                    return
+                yield self._run(partial=policy == "partial")
+        finally:
+            self.reset()
+
+    def __iter__(self) -> Iterator[tuple[TensorList, ...]]:
+        return self.epoch()
+
+    def close(self) -> None:
+        """Stop the pipeline's threads (it builds again if run later)."""
+        if self._executor is not None:
+            self._executor.close()
+            self._executor = None
+
+    def __del__(self) -> None:
+        executor = getattr(self, "_executor", None)
+        if executor is not None:
+            executor.close()
+
+
+def _positive_or_unset(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value == 0 or value < -1:
+        raise ArgumentError(
+            f"Pipeline: {name} must be a positive integer (or -1: unset), got {value!r}"
+        )
+    return value
+
+
+def _check_outputs(outputs: Any, where: str) -> list[DataNode]:
+    if outputs is None:
+        raise GraphError(f"{where} returned no outputs")
+    outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    if not outputs:
+        raise GraphError(f"{where} returned no outputs")
+    for k, out in enumerate(outputs):
+        if not isinstance(out, DataNode):
+            raise GraphError(
+                f"{where}: output {k} is a {type(out).__name__}, not the output of an operator "
+                f"(DataNode)"
+            )
+    return outputs
+
+
+_PIPELINE_ARGS = frozenset(inspect.signature(Pipeline.__init__).parameters) - {"self"}
+
+
+def pipeline_def(fn: Callable[..., Any] | None = None, **pipeline_kwargs: Any) -> Any:
+    """Turn a function of ``fn.*`` calls into a pipeline factory (DALI's ``pipeline_def``).
+
+    The factory takes the function's own arguments and any Pipeline argument as keywords
+    (which override those given to the decorator), and returns a ``Pipeline`` whose outputs are
+    what the function returns.
+
+    Example:
+        >>> from augkit import fn, pipeline_def
+        >>> @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=7)
+        ... def coins():
+        ...     return fn.random.coin_flip(probability=0.5)
+        >>> (flips,) = coins().run()
+    """
+    unknown = set(pipeline_kwargs) - _PIPELINE_ARGS
+    if unknown:
+        raise ArgumentError(f"pipeline_def: unknown Pipeline argument(s) {sorted(unknown)}")
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Pipeline]:
+        @functools.wraps(func)
+        def factory(*args: Any, **kwargs: Any) -> Pipeline:
+            settings = dict(pipeline_kwargs)
+            func_params = inspect.signature(func).parameters
+            for key in list(kwargs):
+                if key in _PIPELINE_ARGS and key not in func_params:
+                    settings[key] = kwargs.pop(key)
+            pipe = Pipeline(**settings)
+            with pipe:
+                outputs = func(*args, **kwargs)
+                if isinstance(outputs, DataNode):
+                    outputs = (outputs,)
+                pipe.set_outputs(*_check_outputs(outputs, f"{func.__name__}()"))
+            return pipe
+
+        return factory
+
+    return decorate(fn) if fn is not None else decorate
+
+
+def _names(nodes: Sequence[DataNode]) -> list[str]:
+    return [n.name for n in nodes]

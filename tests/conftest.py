@@ -1,0 +1,29 @@
+"""Shared fixtures: the real photos under data/images, decoded once with Pillow."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+from PIL import Image
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+IMAGES = ROOT / "data" / "images"
+
+
+@pytest.fixture(scope="session")
+def image_dir() -> pathlib.Path:
+    return IMAGES
+
+
+@pytest.fixture(scope="session")
+def photo_paths() -> list[pathlib.Path]:
+    return sorted(IMAGES.glob("*/*.jpg"))
+
+
+@pytest.fixture(scope="session")
+def photos(photo_paths: list[pathlib.Path]) -> list[np.ndarray]:
+    """Six real photos as uint8 HWC RGB arrays, decoded by Pillow (of different sizes)."""
+    picked = photo_paths[::3][:6]
+    return [np.asarray(Image.open(p).convert("RGB")) for p in picked]

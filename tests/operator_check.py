@@ -1,0 +1,163 @@
+"""``check_operator``: the one helper every operator's tests go through.
+
+It feeds the given batches into a pipeline through ``fn.external_source``, runs the operator,
+and checks what a user would check of any operator:
+
+- the output matches a reference implementation (Pillow, NumPy, torchvision) per sample;
+- the result does not depend on the number of threads (1 and 3), and the same seed gives the
+  same result twice;
+- the inputs are not modified, and the outputs are read-only;
+- the ``ops`` class and the ``fn`` function give the same result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import augkit
+from augkit import fn
+from augkit.pipeline import Pipeline
+
+Batch = Sequence[np.ndarray]
+
+
+def fn_operator(name: str) -> Callable[..., Any]:
+    """``fn.<name>`` for a dotted name such as ``"readers.file"``."""
+    target: Any = fn
+    for part in name.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def run_operator(
+    name: str,
+    inputs: Sequence[Batch],
+    *,
+    layout: str | Sequence[str] = "",
+    args: dict[str, Any] | None = None,
+    arg_inputs: dict[str, Sequence[Any]] | None = None,
+    num_threads: int = 1,
+    seed: int = 1234,
+    iterations: int = 1,
+    device: str = "cpu",
+    style: str = "fn",
+    batch_size: int | None = None,
+) -> list[tuple[augkit.TensorList, ...]]:
+    """Run operator ``name`` on ``inputs`` (one list of samples per input) for ``iterations``
+    iterations; returns the outputs of each iteration as a tuple of TensorLists."""
+    args = dict(args or {})
+    arg_inputs = arg_inputs or {}
+    layouts = [layout] * len(inputs) if isinstance(layout, str) else list(layout)
+    if batch_size is None:
+        batch_size = len(inputs[0]) if inputs else len(next(iter(arg_inputs.values())))
+    pipe = Pipeline(batch_size=batch_size, num_threads=num_threads, device_id=None, seed=seed)
+    with pipe:
+        nodes = [
+            fn.external_source(source=lambda batch=batch: list(batch), layout=lay)
+            for batch, lay in zip(inputs, layouts, strict=True)
+        ]
+        for key, values in arg_inputs.items():
+            args[key] = fn.external_source(
+                source=lambda values=values: [np.asarray(v) for v in values]
+            )
+        if device != "cpu":
+            args["device"] = device
+        if style == "fn":
+            out = fn_operator(name)(*nodes, **args)
+        else:
+            out = augkit.frontends.operator_class(augkit.operators.registry.REGISTRY[name])(**args)(
+                *nodes
+            )
+        outs = out if isinstance(out, tuple) else (out,)
+        pipe.set_outputs(*outs)
+    return [pipe.run() for _ in range(iterations)]
+
+
+def check_operator(
+    name: str,
+    inputs: Sequence[Batch],
+    reference: Callable[..., Any] | None,
+    *,
+    layout: str | Sequence[str] = "",
+    args: dict[str, Any] | None = None,
+    arg_inputs: dict[str, Sequence[Any]] | None = None,
+    atol: float = 0,
+    mean_atol: float | None = None,
+    expected_layout: str | None = None,
+    iterations: int = 2,
+    batch_size: int | None = None,
+) -> list[augkit.TensorList]:
+    """Check operator ``name`` (see the module docstring); returns the first iteration's outputs.
+
+    Args:
+        reference: ``reference(*samples, **sample_args) -> array | tuple`` for one sample, where
+            ``sample_args`` are ``args`` plus that sample's ``arg_inputs``; ``None`` for random
+            operators, which are checked for determinism only.
+        atol: largest allowed absolute difference to the reference, per element.
+        mean_atol: if given, largest allowed mean absolute difference per sample (and ``atol``
+            still bounds every element).
+    """
+    originals = [[np.array(s, copy=True) for s in batch] for batch in inputs]
+    kwargs = dict(
+        layout=layout,
+        args=args,
+        arg_inputs=arg_inputs,
+        iterations=iterations,
+        batch_size=batch_size,
+    )
+    one = run_operator(name, inputs, num_threads=1, **kwargs)
+    three = run_operator(name, inputs, num_threads=3, **kwargs)
+    again = run_operator(name, inputs, num_threads=1, **kwargs)
+    as_class = run_operator(name, inputs, num_threads=2, style="ops", **kwargs)
+    for other in (three, again, as_class):
+        _assert_same(one, other, name)
+    for batch, original in zip(inputs, originals, strict=True):
+        for sample, before in zip(batch, original, strict=True):
+            np.testing.assert_array_equal(sample, before, err_msg=f"{name} modified its input")
+    outputs = one[0]
+    for out in outputs:
+        for sample in out:
+            assert not np.asarray(sample).flags.writeable, f"{name}: output is writable"
+        if expected_layout is not None:
+            assert out.layout() == expected_layout, (name, out.layout())
+    if reference is not None:
+        for i in range(len(outputs[0])):
+            sample_args = dict(args or {})
+            for key, values in (arg_inputs or {}).items():
+                sample_args[key] = values[i]
+            expected = reference(*[batch[i] for batch in inputs], **sample_args)
+            expected = expected if isinstance(expected, tuple) else (expected,)
+            for k, (out, want) in enumerate(zip(outputs, expected, strict=True)):
+                got = out.at(i)
+                assert got.shape == np.shape(want), (
+                    f"{name}: sample {i} output {k} has shape {got.shape}, reference "
+                    f"{np.shape(want)}"
+                )
+                assert got.dtype == np.asarray(want).dtype, (name, got.dtype, want.dtype)
+                diff = np.abs(got.astype(np.float64) - np.asarray(want, np.float64))
+                if diff.size:
+                    assert diff.max() <= atol or mean_atol is not None, (
+                        f"{name}: sample {i} output {k} differs by up to {diff.max()} "
+                        f"(allowed {atol})"
+                    )
+                    if mean_atol is not None:
+                        assert diff.mean() <= mean_atol, (
+                            f"{name}: sample {i} mean difference {diff.mean()} > {mean_atol}"
+                        )
+                        assert diff.max() <= max(atol, mean_atol), (
+                            f"{name}: sample {i} differs by up to {diff.max()}"
+                        )
+    return list(outputs)
+
+
+def _assert_same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]], name: str) -> None:
+    for it, (outs_a, outs_b) in enumerate(zip(a, b, strict=True)):
+        for k, (x, y) in enumerate(zip(outs_a, outs_b, strict=True)):
+            assert x.shape() == y.shape(), f"{name}: iteration {it} output {k} shapes differ"
+            for i in range(len(x)):
+                np.testing.assert_array_equal(
+                    x.at(i), y.at(i), err_msg=f"{name}: iteration {it} output {k} sample {i}"
+                )
