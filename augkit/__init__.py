@@ -5,7 +5,7 @@
 See ``docs/architecture.md`` for the layers and ``README.md`` for the Quickstart.
 """
 
-from augkit import fn, frontends, operators, ops, types
+from augkit import fn, ops, types
 from augkit.errors import ArgumentError, AugkitError, DeviceError, GraphError, OperatorError
 from augkit.pipeline import Pipeline, pipeline_def
 from augkit.tensors import Tensor, TensorList

@@ -19,6 +19,8 @@ import numpy as np
 
 import augkit
 from augkit import fn
+from augkit.frontends import operator_class
+from augkit.operators.registry import REGISTRY
 from augkit.pipeline import Pipeline
 
 Batch = Sequence[np.ndarray]
@@ -68,9 +70,7 @@ def run_operator(
         if style == "fn":
             out = fn_operator(name)(*nodes, **args)
         else:
-            out = augkit.frontends.operator_class(augkit.operators.registry.REGISTRY[name])(**args)(
-                *nodes
-            )
+            out = operator_class(REGISTRY[name])(**args)(*nodes)
         outs = out if isinstance(out, tuple) else (out,)
         pipe.set_outputs(*outs)
     return [pipe.run() for _ in range(iterations)]
