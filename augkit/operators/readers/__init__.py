@@ -1,0 +1,1 @@
+"""Operators of this family; one module per operator."""
