@@ -42,7 +42,8 @@ def operator_seed(pipeline_seed: int, ordinal: int) -> int:
 
 
 def _stream(key: int, word2: int, word3: int) -> np.random.Generator:
-    return np.random.Generator(np.random.Philox(key=key, counter=[0, 0, word2, word3]))
+    counter = np.array([0, 0, word2, word3], dtype=np.uint64)
+    return np.random.Generator(np.random.Philox(key=key, counter=counter))
 
 
 def sample_rng(op_seed: int, iteration: int, sample: int) -> np.random.Generator:

@@ -27,8 +27,12 @@ Batch = Sequence[np.ndarray]
 
 
 def fn_operator(name: str) -> Callable[..., Any]:
-    """``fn.<name>`` for a dotted name such as ``"readers.file"``."""
+    """``fn.<name>`` for a dotted name such as ``"readers.file"`` (or the plugin's ``fn``)."""
     target: Any = fn
+    if REGISTRY[name].module == "plugin.pytorch":
+        import augkit.plugin.pytorch
+
+        target = augkit.plugin.pytorch.fn
     for part in name.split("."):
         target = getattr(target, part)
     return target

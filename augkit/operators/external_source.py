@@ -45,9 +45,14 @@ class ExternalSource(OperatorImpl):
         self._callable = callable(source) and not hasattr(source, "__next__")
         if self._callable:
             try:
-                self._takes_iteration = bool(inspect.signature(source).parameters)
+                params = inspect.signature(source).parameters.values()
             except (TypeError, ValueError):
-                self._takes_iteration = False
+                params = []
+            # Called with the iteration number when it has a required positional parameter.
+            self._takes_iteration = any(
+                p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                for p in params
+            )
         elif not hasattr(source, "__iter__"):
             raise ArgumentError(
                 f"{self.name}: argument 'source' must be callable or iterable, "

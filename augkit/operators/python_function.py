@@ -1,1 +1,404 @@
-"""(being written)"""
+"""The Python operator family: ``python_function`` (NumPy / CuPy arrays),
+``dl_tensor_python_function`` (DLPack capsules) and ``torch_python_function`` (torch tensors,
+exposed as ``augkit.plugin.pytorch.TorchPythonFunction``). One implementation; the flavours
+differ only in how a sample is handed to the user's function and how its results come back.
+
+Rules (DALI's, and where augkit goes further):
+
+- Per-sample mode (``batch_processing=False``) calls the function once per sample with one
+  array per input; with no inputs it is called ``batch_size`` times with no arguments. Batch
+  mode calls it once with one list of samples per input and expects one list (or one array
+  whose first axis is the batch) per output. ``DLTensorPythonFunction`` defaults to batch mode,
+  the others to per-sample mode, as in DALI.
+- Several outputs are returned as a tuple of ``num_outputs`` items; ``num_outputs=0`` means the
+  function is called for its side effects and must return None.
+- Inputs are read-only: NumPy raises at once when the function writes into one (DALI lets it
+  silently corrupt the data other operators read). torch has no read-only tensors, and the
+  tensors handed to ``TorchPythonFunction``/``DLTensorPythonFunction`` share memory with the
+  pipeline's data: treat them as read-only. For the same reason, CPU samples reach
+  ``DLTensorPythonFunction`` as DLPack 1.0 ("dltensor_versioned") capsules, which carry the
+  read-only flag (``torch.utils.dlpack.from_dlpack`` accepts them; legacy capsules cannot
+  export read-only NumPy arrays).
+- Randomness: before each call (each sample, or each batch in batch mode) the global generators
+  of ``random``, ``numpy.random`` and torch (when imported) are seeded from the operator's
+  stream for (iteration, sample), and restored after the call. So a function that uses
+  ``np.random`` or torchvision's random transforms gives the same results for the same pipeline
+  seed, whatever the thread count and in whatever order samples are computed.
+- Like DALI, Python operators are kept in the graph even when no output uses them
+  (``preserve`` defaults to True): a function may be there for its side effects.
+- Errors: an exception in the function becomes an ``OperatorError`` naming the operator, the
+  function, the sample and its source file, with the user's exception chained (so the
+  traceback ends at the user's line). A wrong return (count, type, dtype, rank, batch length,
+  layout) gets an error that says what was expected and what came back.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from augkit import backend
+from augkit.errors import AugkitError, OperatorError
+from augkit.operators.base import OperatorImpl, RunContext, finish
+from augkit.operators.registry import (
+    REQUIRED,
+    Arg,
+    OperatorSchema,
+    register,
+    to_bool,
+    to_callable,
+    to_int,
+    to_layouts,
+)
+from augkit.random import batch_rng, sample_rng
+from augkit.tensors import TensorList
+
+
+class PythonFunction(OperatorImpl):
+    """Runs a user's function on NumPy arrays (CPU) or CuPy arrays (GPU)."""
+
+    def setup(self) -> None:
+        self.function: Callable[..., Any] = self.args["function"]
+        layouts = self.args["output_layouts"] or ()
+        if len(layouts) > self.num_outputs:
+            raise self._argument_error(
+                f"output_layouts has {len(layouts)} entries, but num_outputs is {self.num_outputs}"
+            )
+        if len(layouts) == 1:
+            layouts = layouts * self.num_outputs
+        self.layouts = list(layouts) + [""] * (self.num_outputs - len(layouts))
+
+    def _argument_error(self, message: str) -> AugkitError:
+        from augkit.errors import ArgumentError
+
+        return ArgumentError(f"{self.label()}: {message}")
+
+    def label(self) -> str:
+        name = getattr(self.function, "__qualname__", None) or type(self.function).__name__
+        return f"{self.name} (function {name})"
+
+    # --- how samples travel to and from the user's function ------------------------------------
+    def to_user(self, sample: Any) -> Any:
+        if isinstance(sample, np.ndarray) and sample.flags.writeable:
+            sample = sample.view()
+            sample.flags.writeable = False
+        return sample
+
+    def from_user(self, value: Any) -> Any:
+        """The array of one returned sample, or raise TypeError saying what came back."""
+        if isinstance(value, (np.ndarray, np.generic)):
+            array = np.asarray(value)
+            return backend.to_gpu(array) if self.device == "gpu" else array
+        if backend.is_gpu_array(value):
+            if self.device != "gpu":
+                raise TypeError("returned a CuPy (GPU) array from a CPU operator")
+            return value
+        raise TypeError(f"returned {_describe(value)}, expected {self.expected()}")
+
+    def expected(self) -> str:
+        return "a CuPy array" if self.device == "gpu" else "a NumPy array"
+
+    # --- running ---------------------------------------------------------------------------
+    def run(
+        self, ctx: RunContext, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList]:
+        n = len(inputs[0]) if inputs else ctx.batch_size
+        for k, batch in enumerate(inputs[1:], 1):
+            if len(batch) != n:
+                raise OperatorError(
+                    f"input {k} has {len(batch)} samples, input 0 has {n}", operator=self.label()
+                )
+        if self.args["batch_processing"]:
+            outputs = self._run_batch(ctx, inputs, n)
+        else:
+            outputs = self._run_samples(ctx, inputs, n)
+        source = inputs[0]._source_info if inputs else None
+        return [TensorList(samples, self.layouts[k], source) for k, samples in enumerate(outputs)]
+
+    def _run_samples(
+        self, ctx: RunContext, inputs: Sequence[TensorList], n: int
+    ) -> list[list[Any]]:
+        outputs: list[list[Any]] = [[] for _ in range(self.num_outputs)]
+        for i in range(n):
+            args = [self.to_user(batch._samples[i]) for batch in inputs]
+            seed = int(sample_rng(self.seed, ctx.iteration, i).integers(2**63))
+            result = self._call(args, seed, i, inputs)
+            for k, value in enumerate(self._split(result, i, inputs)):
+                outputs[k].append(self._sample(value, k, i, inputs))
+        for k, samples in enumerate(outputs):
+            self._check_batch(k, samples, inputs)
+        return outputs
+
+    def _run_batch(self, ctx: RunContext, inputs: Sequence[TensorList], n: int) -> list[list[Any]]:
+        args = [[self.to_user(s) for s in batch._samples] for batch in inputs]
+        seed = int(batch_rng(self.seed, ctx.iteration).integers(2**63))
+        result = self._call(args, seed, None, inputs)
+        outputs = []
+        for k, batch in enumerate(self._split(result, None, inputs)):
+            dense = isinstance(batch, np.ndarray) and batch.dtype != object
+            if dense or backend.is_gpu_array(batch) or _is_torch(batch):
+                batch = list(batch)  # one array for the whole batch: its first axis
+            if not isinstance(batch, (list, tuple)):
+                raise self.fail(
+                    f"output {k}: returned {_describe(batch)}; in batch mode return a list of "
+                    f"{n} samples ({self.expected()} each) per output",
+                    None,
+                    inputs,
+                )
+            if len(batch) != n:
+                raise self.fail(
+                    f"output {k}: returned a batch of {len(batch)} samples, expected {n} (the "
+                    f"batch size)",
+                    None,
+                    inputs,
+                )
+            samples = [self._sample(value, k, i, inputs) for i, value in enumerate(batch)]
+            self._check_batch(k, samples, inputs)
+            outputs.append(samples)
+        return outputs
+
+    def _call(
+        self, args: list[Any], seed: int, index: int | None, inputs: Sequence[TensorList]
+    ) -> Any:
+        with seeded_globals(seed):
+            try:
+                return self.function(*args)
+            except Exception as exc:
+                raise self.fail(f"{type(exc).__name__}: {exc}", index, inputs) from exc
+
+    def _split(self, result: Any, index: int | None, inputs: Sequence[TensorList]) -> list[Any]:
+        n = self.num_outputs
+        if n == 0:
+            if result is not None:
+                raise self.fail(
+                    f"returned {_describe(result)}, but num_outputs=0 (the function "
+                    f"must return None)",
+                    index,
+                    inputs,
+                )
+            return []
+        if n == 1:
+            if result is None:
+                raise self.fail(f"returned None, expected {self.expected()}", index, inputs)
+            return [result]
+        if not isinstance(result, tuple):
+            raise self.fail(
+                f"returned {_describe(result)}, expected a tuple of {n} outputs (num_outputs={n})",
+                index,
+                inputs,
+            )
+        if len(result) != n:
+            raise self.fail(
+                f"returned {len(result)} outputs, expected {n} (num_outputs={n})", index, inputs
+            )
+        return list(result)
+
+    def _sample(self, value: Any, k: int, index: int, inputs: Sequence[TensorList]) -> Any:
+        try:
+            array = self.from_user(value)
+        except (TypeError, ValueError) as exc:
+            raise self.fail(f"output {k}: {exc}", index, inputs) from None
+        if array.dtype == object:
+            raise self.fail(
+                f"output {k}: returned an array of Python objects; return numbers "
+                f"(a ragged batch cannot be one array)",
+                index,
+                inputs,
+            )
+        layout = self.layouts[k]
+        if layout and array.ndim != len(layout):
+            raise self.fail(
+                f"output {k}: has shape {tuple(array.shape)}, which does not fit "
+                f"its layout {layout!r} from output_layouts",
+                index,
+                inputs,
+            )
+        return finish(array)
+
+    def _check_batch(self, k: int, samples: list[Any], inputs: Sequence[TensorList]) -> None:
+        if not samples:
+            return
+        first = samples[0]
+        for i, sample in enumerate(samples[1:], 1):
+            if sample.dtype != first.dtype or sample.ndim != first.ndim:
+                raise self.fail(
+                    f"output {k}: sample {i} has dtype {sample.dtype} and {sample.ndim} "
+                    f"dimensions, but sample 0 has dtype {first.dtype} and {first.ndim}; all "
+                    f"samples of an output must share dtype and rank",
+                    i,
+                    inputs,
+                )
+
+
+class DLTensorPythonFunction(PythonFunction):
+    """Hands the function DLPack capsules and takes capsules (or DLPack-able objects) back."""
+
+    def to_user(self, sample: Any) -> Any:
+        if isinstance(sample, np.ndarray):
+            return super().to_user(sample).__dlpack__(max_version=(1, 0))
+        return sample.__dlpack__()
+
+    def from_user(self, value: Any) -> Any:
+        if backend.is_dlpack_capsule(value) or hasattr(value, "__dlpack__"):
+            try:
+                return backend.from_dlpack(value, "gpu" if self.device == "gpu" else "cpu")
+            except (BufferError, RuntimeError) as exc:
+                raise TypeError(
+                    f"returned a DLPack object that cannot be read here: {exc}"
+                ) from None
+        raise TypeError(f"returned {_describe(value)}, expected a DLPack capsule")
+
+    def expected(self) -> str:
+        return "a DLPack capsule"
+
+
+class TorchPythonFunction(PythonFunction):
+    """Hands the function torch tensors (zero-copy) and takes tensors back; works on CPU."""
+
+    def setup(self) -> None:
+        super().setup()
+        try:
+            import torch
+        except ImportError:
+            raise self._argument_error(
+                "TorchPythonFunction needs PyTorch: pip install 'augkit[torch]'"
+            ) from None
+        self._torch = torch
+
+    def to_user(self, sample: Any) -> Any:
+        if isinstance(sample, np.ndarray):
+            capsule = super().to_user(sample).__dlpack__(max_version=(1, 0))
+            return self._torch.utils.dlpack.from_dlpack(capsule)
+        return self._torch.from_dlpack(sample)
+
+    def from_user(self, value: Any) -> Any:
+        if isinstance(value, self._torch.Tensor):
+            value = value.detach()
+            if self.device == "gpu":
+                return backend.from_dlpack(value.cuda().contiguous(), "gpu")
+            if value.device.type != "cpu":
+                raise TypeError(f"returned a tensor on {value.device} from a CPU operator")
+            return value.resolve_conj().resolve_neg().numpy()
+        if isinstance(value, (np.ndarray, np.generic)):
+            return super().from_user(value)
+        raise TypeError(f"returned {_describe(value)}, expected a torch.Tensor")
+
+    def expected(self) -> str:
+        return "a torch.Tensor"
+
+
+class seeded_globals:  # noqa: N801  (used as a function-like context manager)
+    """Seed ``random``, ``numpy.random`` and torch's global generator for one call, and put
+    their states back afterwards."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def __enter__(self) -> None:
+        self._random = random.getstate()
+        self._numpy = np.random.get_state()
+        torch = sys.modules.get("torch")
+        self._torch = torch.random.get_rng_state() if torch is not None else None
+        random.seed(self.seed)
+        np.random.seed(self.seed % 2**32)
+        if torch is not None:
+            torch.random.manual_seed(self.seed)
+
+    def __exit__(self, *exc: object) -> None:
+        random.setstate(self._random)
+        np.random.set_state(self._numpy)
+        if self._torch is not None:
+            sys.modules["torch"].random.set_rng_state(self._torch)
+
+
+def _is_torch(value: Any) -> bool:
+    return type(value).__module__.startswith("torch")
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        kind = type(value).__name__
+        return f"a {kind} of {len(value)} item(s)"
+    if value is None:
+        return "None"
+    return f"a {type(value).__module__}.{type(value).__qualname__}".replace("builtins.", "")
+
+
+def _common_args(batch_default: bool) -> list[Arg]:
+    return [
+        Arg("function", "the Python function to run", REQUIRED, to_callable),
+        Arg("num_outputs", "how many outputs the function returns", 1, to_int(0)),
+        Arg(
+            "batch_processing",
+            "call the function once per batch with lists of samples (else once per sample)",
+            batch_default,
+            to_bool,
+        ),
+        Arg("output_layouts", "layout of each output (one string: all outputs)", None, to_layouts),
+        Arg(
+            "preserve",
+            "keep the operator even when no output uses it (True for Python operators, as in DALI)",
+            True,
+            to_bool,
+        ),
+        Arg("synchronize_stream", "accepted for DALI compatibility", True, to_bool),
+    ]
+
+
+_DOC = (
+    "Runs ``function`` inside the pipeline on {what}. Per-sample mode calls it once per sample "
+    "with one {unit} per input; batch mode once per batch with a list per input. It returns "
+    "one {unit} (or a tuple of ``num_outputs``). Inputs are read-only; the global random "
+    "generators are seeded per call from the pipeline seed. See "
+    "``augkit.operators.python_function`` for the rules."
+)
+
+
+def _outputs(args: dict[str, Any]) -> int:
+    return args.get("num_outputs", 1)
+
+
+for _schema in (
+    OperatorSchema(
+        name="python_function",
+        class_name="PythonFunction",
+        impl=PythonFunction,
+        doc=_DOC.format(what="NumPy arrays (CuPy arrays with device='gpu')", unit="array"),
+        args=_common_args(False),
+        min_inputs=0,
+        max_inputs=None,
+        num_outputs=_outputs,
+        devices=("cpu", "gpu"),
+        input_sets=False,
+    ),
+    OperatorSchema(
+        name="dl_tensor_python_function",
+        class_name="DLTensorPythonFunction",
+        impl=DLTensorPythonFunction,
+        doc=_DOC.format(what="DLPack capsules (batch mode by default, as in DALI)", unit="capsule"),
+        args=_common_args(True),
+        min_inputs=0,
+        max_inputs=None,
+        num_outputs=_outputs,
+        devices=("cpu", "gpu"),
+        input_sets=False,
+    ),
+    OperatorSchema(
+        name="torch_python_function",
+        class_name="TorchPythonFunction",
+        impl=TorchPythonFunction,
+        module="plugin.pytorch",
+        doc=_DOC.format(what="torch tensors, on CPU too (DALI's needs CUDA)", unit="tensor"),
+        args=_common_args(False),
+        min_inputs=0,
+        max_inputs=None,
+        num_outputs=_outputs,
+        devices=("cpu", "gpu"),
+        input_sets=False,
+    ),
+):
+    register(_schema)

@@ -41,7 +41,7 @@ def _range(value: Any) -> tuple[float, float]:
 class Uniform(SampleOperator):
     random = True
 
-    def kernel(
+    def cpu(
         self,
         *,
         rng: np.random.Generator,
@@ -64,7 +64,7 @@ class Uniform(SampleOperator):
 class CoinFlip(SampleOperator):
     random = True
 
-    def kernel(
+    def cpu(
         self,
         *,
         rng: np.random.Generator,

@@ -1,0 +1,1 @@
+"""Framework plugins, as DALI's ``nvidia.dali.plugin``: ``augkit.plugin.pytorch``."""
