@@ -19,7 +19,7 @@ import time
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TUTORIAL = ROOT / "examples" / "python_operators_tutorial.py"

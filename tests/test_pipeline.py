@@ -147,7 +147,7 @@ def test_no_outputs_and_wrong_outputs():
 
 def test_unknown_argument_suggests_the_nearest_name():
     with pytest.raises(
-        ArgumentError, match="unknown argument 'probabilty'. Did you mean 'probability'"
+        ArgumentError, match=r"unknown argument 'probabilty'\. Did you mean 'probability'"
     ):
         fn.random.coin_flip(probabilty=0.3)
 

@@ -291,7 +291,7 @@ class TorchPythonFunction(PythonFunction):
         return "a torch.Tensor"
 
 
-class seeded_globals:  # noqa: N801  (used as a function-like context manager)
+class seeded_globals:
     """Seed ``random``, ``numpy.random`` and torch's global generator for one call, and put
     their states back afterwards."""
 
