@@ -87,7 +87,10 @@ def populate_fn(fn_module: pytypes.ModuleType, where: str = "") -> None:
     for schema in REGISTRY.values():
         if schema.module == where:
             holder, short = _namespace(fn_module, schema.name)
-            setattr(holder, short, make_function(schema, holder.__name__))
+            function = make_function(schema, holder.__name__)
+            setattr(holder, short, function)
+            for alias in schema.fn_aliases:
+                setattr(fn_module, alias, function)
 
 
 def populate_ops(ops_module: pytypes.ModuleType, where: str = "") -> None:

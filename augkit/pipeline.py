@@ -294,6 +294,9 @@ class Pipeline:
 
     def _epoch(self, lead: Any, policy: str) -> Iterator[tuple[TensorList, ...]]:
         try:
+            if lead.left_in_epoch() == 0:
+                # run() stopped exactly at the end of an epoch: this loop is the next epoch.
+                self.reset()
             while True:
                 left = lead.left_in_epoch()
                 if left == 0 or (policy == "drop" and left < self._batch_size):

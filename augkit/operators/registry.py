@@ -98,6 +98,7 @@ class OperatorSchema:
         num_outputs: how many outputs, or a function of the bound arguments.
         devices: the devices it has kernels for.
         aliases: DALI's legacy ``ops`` names (``"FileReader"``).
+        fn_aliases: DALI's legacy ``fn`` names (``"file_reader"``).
         module: where the front ends live: ``""`` (``augkit.fn``/``augkit.ops``) or
             ``"plugin.pytorch"``.
         input_sets: calling the ``ops`` object with lists runs it once per list element.
@@ -113,6 +114,7 @@ class OperatorSchema:
     num_outputs: int | Callable[[dict[str, Any]], int] = 1
     devices: tuple[str, ...] = ("cpu",)
     aliases: tuple[str, ...] = ()
+    fn_aliases: tuple[str, ...] = ()
     module: str = ""
     input_sets: bool = True
     arguments: dict[str, Arg] = field(init=False)

@@ -1,1 +1,285 @@
-"""(being written)"""
+"""``fn.decoders.image`` / ``ops.decoders.Image`` (legacy ``ops.ImageDecoder``): encoded image
+bytes (what ``fn.readers.file`` gives) to uint8 HWC images, as DALI's image decoder.
+
+Decoding is Pillow's, exact (no draft mode, no reduced-size decode): JPEG, PNG, BMP, TIFF, WebP,
+GIF and every other format Pillow reads. Rules, where DALI's decoders (libjpeg-turbo, nvJPEG,
+libtiff...) leave a choice:
+
+- ``output_type``: ``types.RGB`` (default) and ``types.BGR`` give 3 channels; ``types.GRAY``
+  gives (H, W, 1), equal to Pillow's ``convert("L")`` of the RGB image (ITU-R 601 luma; DALI's
+  libjpeg-turbo takes the JPEG's own Y plane, which can differ by 1); ``types.ANY_DATA`` keeps the
+  file's channels: 1 for grey images, 2 for grey with alpha, 4 for RGBA (and palette images with
+  transparency), 3 otherwise (CMYK is converted to RGB).
+- Alpha is dropped for RGB/BGR/GRAY (as DALI does), without blending.
+- 16-bit images are scaled to 8 bits, ``round(v * 255 / 65535)`` for grey ones; for 16-bit
+  colour PNGs Pillow itself keeps the high byte (``v >> 8``), which differs from DALI's scaling
+  by at most 1.
+- ``adjust_orientation=True`` (default, as DALI) applies the EXIF orientation tag with
+  ``PIL.ImageOps.exif_transpose`` (JPEG, and PNG, TIFF or WebP that carry EXIF).
+- JPEG chroma upsampling and IDCT are libjpeg's defaults as Pillow uses them (fancy upsampling,
+  accurate integer IDCT); ``jpeg_fancy_upsampling`` and ``use_fast_idct`` are accepted and have no
+  effect, so a JPEG can differ from DALI's CPU decode by a few levels at colour edges.
+
+``device="mixed"`` decodes on the CPU as well and hands the image to the GPU (a CuPy array), so a
+pipeline written for DALI's mixed decoder runs unchanged; it needs CuPy and a CUDA device.
+
+A file that cannot be decoded (not an image, truncated, empty) raises ``OperatorError`` naming
+the sample and its file; the pipeline stays usable.
+
+Example:
+    >>> from augkit import fn, pipeline_def, types
+    >>> @pipeline_def(batch_size=4, num_threads=2, device_id=None)
+    ... def images():
+    ...     jpegs, labels = fn.readers.file(file_root="data/images")
+    ...     return fn.decoders.image(jpegs, output_type=types.RGB), labels
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from augkit import backend, types
+from augkit.operators.base import RunContext, SampleOperator
+from augkit.operators.registry import Arg, OperatorSchema, register, to_bool, to_float, to_int
+from augkit.tensors import TensorList
+
+_GREY16 = ("I;16", "I;16L", "I;16B", "I;16N", "I")
+_OUTPUT_TYPES = (types.RGB, types.BGR, types.GRAY, types.ANY_DATA)
+
+
+def _output_type(value: Any) -> types.DALIImageType:
+    if isinstance(value, str) and value.upper() in types.DALIImageType.__members__:
+        value = types.DALIImageType[value.upper()]
+    elif type(value) is int:
+        with contextlib.suppress(ValueError):
+            value = types.DALIImageType(value)
+    if not isinstance(value, types.DALIImageType):
+        raise ValueError(
+            f"expected types.RGB, types.BGR, types.GRAY or types.ANY_DATA, got {value!r}"
+        )
+    if value not in _OUTPUT_TYPES:
+        raise ValueError(
+            f"types.{value.name} is not supported by augkit's decoder; use types.RGB, "
+            f"types.BGR, types.GRAY or types.ANY_DATA"
+        )
+    return value
+
+
+def _uint8_only(value: Any) -> types.DALIDataType:
+    dtype = types.to_dtype(value)
+    if dtype != types.UINT8:
+        raise ValueError(
+            f"the image decoder produces types.UINT8 only, got types.{dtype.name}; convert "
+            f"afterwards, e.g. with fn.cast or fn.crop_mirror_normalize"
+        )
+    return dtype
+
+
+# --- decoding ------------------------------------------------------------------------------
+
+
+def open_image(data: np.ndarray) -> Image.Image:
+    """The decoded Pillow image of ``data`` (encoded bytes).
+
+    Raises:
+        ValueError: with a plain reason, when the bytes are not an image Pillow can decode.
+    """
+    if data.size == 0:
+        raise ValueError("cannot decode: the data is empty (0 bytes)")
+    try:
+        image = Image.open(io.BytesIO(memoryview(np.ascontiguousarray(data))))
+    except UnidentifiedImageError:
+        raise ValueError("cannot decode: not a recognised image format") from None
+    except Exception as exc:
+        raise ValueError(_reason(exc, "", "header")) from exc
+    try:
+        image.load()
+    except Exception as exc:
+        raise ValueError(_reason(exc, image.format, "data")) from exc
+    return image
+
+
+def _reason(exc: Exception, fmt: str | None, part: str) -> str:
+    what = f"{fmt} {part}" if fmt else f"image {part}"
+    if isinstance(exc, EOFError) or "truncated" in str(exc).lower():
+        return f"truncated image data ({what}: {exc})"
+    return f"cannot decode: corrupt {what} ({type(exc).__name__}: {exc})"
+
+
+def _grey16_to_uint8(image: Image.Image) -> np.ndarray:
+    values = np.asarray(image).astype(np.int64)
+    values = np.clip(values, 0, 65535)
+    return ((values * 255 + 32767) // 65535).astype(np.uint8)
+
+
+def _drop_transparency(image: Image.Image) -> Image.Image:
+    # Palette (or grey/RGB) images with a transparent colour: going through RGBA is Pillow's
+    # warning-free route; the alpha channel is dropped afterwards, as DALI drops it.
+    if "transparency" in image.info and image.mode not in ("RGBA", "LA", "PA"):
+        return image.convert("RGBA")
+    return image
+
+
+def _rgb(image: Image.Image) -> np.ndarray:
+    if image.mode in _GREY16:
+        return np.repeat(_grey16_to_uint8(image)[..., None], 3, axis=2)
+    image = _drop_transparency(image)
+    if image.mode != "RGB":
+        image = image.convert("RGB")
+    return np.asarray(image)
+
+
+def _grey(image: Image.Image) -> np.ndarray:
+    if image.mode in _GREY16:
+        return _grey16_to_uint8(image)
+    if image.mode in ("L", "LA", "1"):
+        return np.asarray(image.convert("L"))
+    return np.asarray(Image.fromarray(_rgb(image)).convert("L"))
+
+
+def _any_data(image: Image.Image) -> np.ndarray:
+    mode = image.mode
+    if mode in _GREY16:
+        return _grey16_to_uint8(image)[..., None]
+    transparent = "transparency" in image.info
+    if mode in ("L", "1") and not transparent:
+        return np.asarray(image.convert("L"))[..., None]
+    if mode in ("L", "1", "LA", "La"):
+        return np.asarray(image.convert("LA"))
+    if mode in ("RGBA", "RGBa", "PA") or (mode in ("P", "RGB") and transparent):
+        return np.asarray(image.convert("RGBA"))
+    return _rgb(image)
+
+
+def decode_image(
+    data: np.ndarray,
+    output_type: types.DALIImageType = types.RGB,
+    adjust_orientation: bool = True,
+) -> np.ndarray:
+    """Decode one encoded image (1-D uint8 bytes) to a uint8 (H, W, C) array.
+
+    Example:
+        >>> import numpy as np
+        >>> data = np.fromfile("data/images/animals/chelsea_cat.jpg", np.uint8)
+        >>> decode_image(data).shape[2]
+        3
+    """
+    image = open_image(data)
+    if adjust_orientation:
+        # Unreadable EXIF is no reason to lose the image: it is then kept as stored.
+        with contextlib.suppress(Exception):
+            ImageOps.exif_transpose(image, in_place=True)
+    if output_type == types.GRAY:
+        return _grey(image)[..., None]
+    if output_type == types.ANY_DATA:
+        return _any_data(image)
+    rgb = _rgb(image)
+    return rgb[..., ::-1] if output_type == types.BGR else rgb
+
+
+class ImageDecoder(SampleOperator):
+    def check_input(self, index: int, sample: Any, layout: str) -> None:
+        if backend.is_gpu_array(sample):
+            raise ValueError(
+                "decoders.image expects encoded bytes on the CPU (the reader's output), got a "
+                "GPU array"
+            )
+        if sample.ndim != 1 or sample.dtype != np.uint8:
+            raise ValueError(
+                f"decoders.image expects encoded bytes (1-D uint8), got shape {sample.shape} "
+                f"and dtype {sample.dtype}"
+            )
+
+    def cpu(
+        self,
+        data: np.ndarray,
+        *,
+        output_type: types.DALIImageType,
+        adjust_orientation: bool,
+        **_: Any,
+    ) -> np.ndarray:
+        return decode_image(data, output_type, adjust_orientation)
+
+    def run(
+        self, ctx: RunContext, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList]:
+        self._device_id = ctx.device_id or 0
+        return super().run(ctx, inputs, arg_inputs)
+
+    def mixed(self, data: np.ndarray, **args: Any) -> Any:
+        """DALI's "mixed" decoder: decoded on the CPU here, then copied to the GPU."""
+        return backend.to_gpu(self.cpu(data, **args), self._device_id)
+
+    def output_layout(self, index: int, inputs: Sequence[TensorList]) -> str:
+        return "HWC"
+
+    def empty_dtype(self, index: int) -> Any:
+        return np.uint8
+
+
+_COMPAT = "accepted for DALI compatibility; no effect in augkit"
+
+register(
+    OperatorSchema(
+        name="decoders.image",
+        class_name="decoders.Image",
+        impl=ImageDecoder,
+        devices=("cpu", "mixed"),
+        aliases=("ImageDecoder",),
+        fn_aliases=("image_decoder",),
+        doc=(
+            "Decodes images (JPEG, PNG, BMP, TIFF, WebP and any format Pillow reads) from "
+            "encoded bytes (uint8, 1-D, as fn.readers.file gives them) to uint8 images with "
+            'layout "HWC". ``output_type`` chooses RGB (default), BGR, GRAY (one channel) or '
+            "ANY_DATA (the file's own channels); the EXIF orientation is applied unless "
+            '``adjust_orientation=False``. ``device="mixed"`` returns the images on the GPU '
+            "(decoded on the CPU). A file that cannot be decoded raises an error naming the "
+            "sample and its file."
+        ),
+        args=[
+            Arg(
+                "output_type",
+                "colour space of the output: types.RGB, types.BGR, types.GRAY, types.ANY_DATA",
+                types.RGB,
+                _output_type,
+            ),
+            Arg("dtype", "output data type (types.UINT8 only)", types.UINT8, _uint8_only),
+            Arg(
+                "adjust_orientation",
+                "apply the EXIF orientation tag to the decoded image",
+                True,
+                to_bool,
+            ),
+            Arg("affine", _COMPAT, True, to_bool),
+            Arg("hw_decoder_load", _COMPAT, 0.65, to_float(0.0, 1.0)),
+            Arg("hybrid_huffman_threshold", _COMPAT, 1000000, to_int(0)),
+            Arg(
+                "jpeg_fancy_upsampling",
+                _COMPAT + " (Pillow always upsamples smoothly)",
+                False,
+                to_bool,
+            ),
+            Arg("use_fast_idct", _COMPAT + " (Pillow uses the accurate IDCT)", False, to_bool),
+            Arg("preallocate_height_hint", _COMPAT, 0, to_int(0)),
+            Arg("preallocate_width_hint", _COMPAT, 0, to_int(0)),
+            Arg("device_memory_padding", _COMPAT, 16777216, to_int(0)),
+            Arg("device_memory_padding_jpeg2k", _COMPAT, 0, to_int(0)),
+            Arg("host_memory_padding", _COMPAT, 8388608, to_int(0)),
+            Arg("host_memory_padding_jpeg2k", _COMPAT, 0, to_int(0)),
+            Arg("cache_batch_copy", _COMPAT, True, to_bool),
+            Arg("cache_debug", _COMPAT, False, to_bool),
+            Arg("cache_size", _COMPAT, 0, to_int(0)),
+            Arg("cache_threshold", _COMPAT, 0, to_int(0)),
+            Arg("cache_type", _COMPAT, ""),
+            Arg("split_stages", _COMPAT + " (deprecated in DALI)", False, to_bool),
+            Arg("use_chunk_allocator", _COMPAT + " (deprecated in DALI)", False, to_bool),
+            Arg("memory_stats", _COMPAT, False, to_bool),
+        ],
+    )
+)

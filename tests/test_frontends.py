@@ -1,0 +1,59 @@
+"""fn, ops and the PyTorch plugin are generated from the one registry: every operator appears
+in each, under DALI's names, with its arguments documented."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import augkit.plugin.pytorch as dalitorch
+from augkit import fn, ops
+from augkit.graph import Operator
+from augkit.operators.registry import REGISTRY
+
+PUBLIC = [s for s in REGISTRY.values() if s.module != "internal"]
+
+
+def _lookup(root, dotted):
+    for part in dotted.split("."):
+        root = getattr(root, part)
+    return root
+
+
+@pytest.mark.parametrize("schema", PUBLIC, ids=lambda s: s.name)
+def test_every_operator_is_in_fn_and_ops_with_its_arguments(schema):
+    fn_root, ops_root = (dalitorch.fn, dalitorch) if schema.module else (fn, ops)
+    function = _lookup(fn_root, schema.name)
+    cls = _lookup(ops_root, schema.class_name)
+    assert inspect.isclass(cls) and issubclass(cls, Operator)
+    assert cls.schema is schema
+    for arg in schema.arguments:
+        assert f"    {arg}:" in function.__doc__ and f"    {arg}:" in cls.__doc__
+    for alias in schema.aliases:
+        assert getattr(ops_root, alias) is cls
+    for alias in schema.fn_aliases:
+        assert getattr(fn_root, alias) is function
+
+
+def test_dali_names_the_tutorial_uses():
+    assert ops.FileReader is ops.readers.File
+    assert ops.ImageDecoder is ops.decoders.Image
+    assert fn.file_reader is fn.readers.file and fn.image_decoder is fn.decoders.image
+    for name in ("Resize", "CropMirrorNormalize", "PythonFunction", "DLTensorPythonFunction"):
+        assert issubclass(getattr(ops, name), Operator)
+    assert dalitorch.TorchPythonFunction.schema.name == "torch_python_function"
+    for name in (
+        "resize",
+        "crop_mirror_normalize",
+        "python_function",
+        "dl_tensor_python_function",
+        "crop",
+        "flip",
+        "rotate",
+        "brightness_contrast",
+        "cast",
+    ):
+        assert callable(getattr(fn, name))
+    assert callable(fn.readers.file) and callable(fn.decoders.image)
+    assert callable(fn.random.uniform) and callable(fn.random.coin_flip)
