@@ -16,9 +16,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import pytest
 
 import augkit
-from augkit import fn
+from augkit import backend, fn
 from augkit.frontends import operator_class
 from augkit.operators.registry import REGISTRY
 from augkit.pipeline import Pipeline
@@ -59,7 +60,8 @@ def run_operator(
     layouts = [layout] * len(inputs) if isinstance(layout, str) else list(layout)
     if batch_size is None:
         batch_size = len(inputs[0]) if inputs else len(next(iter(arg_inputs.values())))
-    pipe = Pipeline(batch_size=batch_size, num_threads=num_threads, device_id=None, seed=seed)
+    device_id = None if device == "cpu" else 0
+    pipe = Pipeline(batch_size=batch_size, num_threads=num_threads, device_id=device_id, seed=seed)
     with pipe:
         nodes = [
             fn.external_source(source=lambda batch=batch: list(batch), layout=lay)
@@ -165,3 +167,48 @@ def _assert_same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]], name: str) 
                 np.testing.assert_array_equal(
                     x.at(i), y.at(i), err_msg=f"{name}: iteration {it} output {k} sample {i}"
                 )
+
+
+needs_gpu = pytest.mark.skipif(
+    backend.gpu_unavailable_reason() is not None,
+    reason=f"needs a GPU: {backend.gpu_unavailable_reason()}",
+)
+
+
+def gpu_matches_cpu(
+    name: str,
+    inputs: list[np.ndarray],
+    *,
+    layout: str = "",
+    args: dict[str, Any] | None = None,
+    arg_inputs: dict[str, list[Any]] | None = None,
+) -> None:
+    """Run operator ``name`` with device="cpu" and device="gpu" in a pipeline on a CUDA device
+    and assert that the two give the same batch."""
+    results = {}
+    for device in ("cpu", "gpu"):
+        pipe = Pipeline(
+            batch_size=len(inputs),
+            num_threads=2,
+            device_id=0 if device == "gpu" else None,
+            seed=7,
+        )
+        with pipe:
+            data = fn.external_source(source=lambda: list(inputs), layout=layout)
+            kwargs = dict(args or {})
+            for key, values in (arg_inputs or {}).items():
+                kwargs[key] = fn.external_source(
+                    source=lambda values=values: [np.asarray(v) for v in values]
+                )
+            pipe.set_outputs(fn_operator(name)(data, device=device, **kwargs))
+        (results[device],) = pipe.run()
+    cpu, gpu = results["cpu"], results["gpu"]
+    assert gpu.device == "gpu", f"{name}: the GPU run produced {gpu.device} data"
+    assert gpu.layout() == cpu.layout() and gpu.dtype == cpu.dtype
+    for i in range(len(inputs)):
+        want, got = cpu.at(i), gpu.at(i)
+        assert got.shape == want.shape, (name, i, got.shape, want.shape)
+        if want.dtype.kind == "f":
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"sample {i}")
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=f"{name}: sample {i}")

@@ -140,6 +140,11 @@ class SampleOperator(OperatorImpl):
     def output_layout(self, index: int, inputs: Sequence[TensorList]) -> str:
         return inputs[0].layout() if inputs else ""
 
+    def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
+        """Arguments worked out once per batch and given to every sample's kernel call (e.g.
+        the input's layout); the default is none."""
+        return {}
+
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         """Raise ``ValueError`` when an input sample cannot be processed (wrong rank...)."""
 
@@ -148,9 +153,12 @@ class SampleOperator(OperatorImpl):
     ) -> list[TensorList]:
         n = len(inputs[0]) if inputs else ctx.batch_size
         kernel = getattr(self, self.device)
+        per_batch = self.batch_args(inputs) if n else {}
 
         def one(i: int) -> tuple[Any, ...]:
             args = self.sample_args(arg_inputs, i)
+            if per_batch:
+                args = {**args, **per_batch}
             samples = [x._samples[i] for x in inputs]
             try:
                 for k, (sample, batch) in enumerate(zip(samples, inputs, strict=True)):

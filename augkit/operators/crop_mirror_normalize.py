@@ -1,1 +1,234 @@
-"""(being written)"""
+"""``fn.crop_mirror_normalize``: crop (``fn.crop``'s window rules), mirror, normalize, pad the
+channels, transpose and convert, in one operator, as DALI's CropMirrorNormalize.
+
+DALI's order and arithmetic (``crop_mirror_normalize.h``, the slice-flip-normalize kernel):
+
+1. The crop window is chosen as ``fn.crop`` chooses it (``crop_window``, ``fit_window``).
+2. ``out = scale * (in - mean) / std + shift`` is computed as ``(float32(in) - mean') * inv``
+   with ``mean' = mean - shift * std / scale`` and ``inv = scale / std``, all in float32, then
+   converted with ``convert_sat`` (integer outputs: halves away from zero, saturated). mean and
+   std are in input units (``mean=0.485 * 255`` for uint8 images); a scalar is broadcast over
+   the channels, a list must have one value per channel. When ``mean' == 0`` and ``inv == 1``
+   there is no arithmetic: the values are only converted.
+3. Pixels of the window outside the image (``out_of_bounds_policy="pad"``) get ``fill_values``
+   as they are (not normalized).
+4. ``mirror`` flips the window along W.
+5. ``pad_output`` appends channels filled with 0 up to the next power of two (3 -> 4).
+6. The axes are permuted to ``output_layout`` (default "CHW": an HWC image comes out CHW; ""
+   keeps the input layout). dtype defaults to FLOAT, whatever the input type.
+
+The tutorial's ``ops.CropMirrorNormalize(std=255., mean=0.)`` on uint8 HWC images therefore gives
+float32 CHW images in [0, 1] with layout "CHW".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from augkit import backend, types
+from augkit.errors import ArgumentError
+from augkit.operators.color.cast import convert_sat
+from augkit.operators.geometric.crop import (
+    CROP_ARGS,
+    crop_request,
+    crop_window,
+    cut_window,
+    fill_array,
+    fit_window,
+)
+from augkit.operators.geometric.flip import to_flag
+from augkit.operators.layouts import ImageOperator
+from augkit.operators.registry import (
+    Arg,
+    OperatorSchema,
+    register,
+    to_bool,
+    to_dtype,
+    to_float,
+    to_floats,
+    to_str,
+)
+from augkit.tensors import TensorList
+
+
+def normalization(
+    mean: Sequence[float], std: Sequence[float], scale: float, shift: float
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """DALI's ``(mean', inv)`` in float32, each of 1 or C values; ``None`` when they leave the
+    values unchanged (``mean' == 0`` and ``inv == 1``).
+
+    Raises:
+        ValueError: mean and std of different lengths, neither being a single value.
+    """
+    mean32, std32 = np.asarray(mean, np.float32), np.asarray(std, np.float32)
+    if mean32.size != std32.size and 1 not in (mean32.size, std32.size):
+        raise ValueError(
+            f"mean ({mean32.size} values) and std ({std32.size} values) must have the same "
+            f"length, or one of them a single value"
+        )
+    n = max(mean32.size, std32.size)
+    mean32, std32 = np.broadcast_to(mean32, (n,)), np.broadcast_to(std32, (n,))
+    scale32, shift32 = np.float32(scale), np.float32(shift)
+    shifted_mean = mean32 - shift32 * std32 / scale32
+    inv = scale32 / std32
+    if not shifted_mean.any() and (inv == 1).all():
+        return None
+    return shifted_mean, inv
+
+
+def _nonzero(convert: Any) -> Any:
+    def check(value: Any) -> Any:
+        out = convert(value)
+        if any(v == 0 for v in np.atleast_1d(out)):
+            raise ValueError(f"must be nonzero, got {value!r}")
+        return out
+
+    return check
+
+
+def _output_layout(value: Any) -> str:
+    layout = to_str(value)
+    if len(set(layout)) != len(layout):
+        raise ValueError(f"a layout names each axis once, got {layout!r}")
+    return layout
+
+
+class CropMirrorNormalize(ImageOperator):
+    """One sample: window, normalize + convert, fill, mirror, channel padding, transpose."""
+
+    need_channel = True
+
+    def setup(self) -> None:
+        args = self.args
+        try:
+            normalization(args["mean"], args["std"], args["scale"], args["shift"])
+        except ValueError as exc:
+            raise ArgumentError(f"{self.schema.class_name}: {exc}") from None
+
+    def cpu(
+        self,
+        sample: Any,
+        *,
+        layout: str,
+        dtype: Any,
+        mirror: int,
+        mean: Sequence[float],
+        std: Sequence[float],
+        scale: float,
+        shift: float,
+        output_layout: str,
+        pad_output: bool,
+        rounding: str,
+        out_of_bounds_policy: str,
+        fill_values: Sequence[float],
+        **args: Any,
+    ) -> Any:
+        xp = backend.array_module(sample)
+        out_dtype = dtype.numpy
+        spatial = sum(axis in "DHW" for axis in layout)
+        if spatial not in (2, 3):
+            raise ValueError(f"only 2-D or 3-D images are supported, got layout {layout}")
+        target = output_layout or layout
+        if sorted(target) != sorted(layout):
+            raise ValueError(
+                f'output_layout "{target}" is not a permutation of the input layout "{layout}"'
+            )
+        channel = layout.index("C")
+        channels = sample.shape[channel]
+        norm = normalization(mean, std, scale, shift)
+        if norm is not None and norm[0].size not in (1, channels):
+            raise ValueError(
+                f"mean/std have {norm[0].size} values, but the sample (shape {sample.shape}, "
+                f"layout {layout}) has {channels} channels"
+            )
+
+        def convert(region: Any) -> Any:
+            if norm is None:
+                return convert_sat(region, out_dtype, xp)
+            bshape = [1] * region.ndim
+            bshape[channel] = norm[0].size
+            shifted_mean = xp.asarray(norm[0].reshape(bshape))
+            inv = xp.asarray(norm[1].reshape(bshape))
+            return convert_sat((region.astype(np.float32) - shifted_mean) * inv, out_dtype, xp)
+
+        anchor, size = crop_window(sample.shape, layout, crop_request(args), rounding)
+        anchor, size = fit_window(out_of_bounds_policy, sample.shape, anchor, size, layout)
+        fill = None
+        if out_of_bounds_policy == "pad":
+            fill = fill_array(fill_values, sample.shape, layout, out_dtype, xp)
+        out = cut_window(sample, anchor, size, convert, fill, xp)
+        if mirror:
+            out = xp.flip(out, axis=layout.index("W"))
+        if pad_output:
+            extra = (1 << (channels - 1).bit_length()) - channels if channels else 0
+            if extra:
+                zeros_shape = list(out.shape)
+                zeros_shape[channel] = extra
+                out = xp.concatenate([out, xp.zeros(zeros_shape, out.dtype)], axis=channel)
+        out = xp.transpose(out, [layout.index(axis) for axis in target])
+        return xp.ascontiguousarray(out)
+
+    gpu = cpu
+
+    def output_layout(self, index: int, inputs: Sequence[TensorList]) -> str:
+        return self.args["output_layout"] or inputs[0].layout()
+
+    def empty_dtype(self, index: int) -> Any:
+        return self.args["dtype"].numpy
+
+
+register(
+    OperatorSchema(
+        name="crop_mirror_normalize",
+        class_name="CropMirrorNormalize",
+        impl=CropMirrorNormalize,
+        devices=("cpu", "gpu"),
+        doc=(
+            "Fused crop, mirror, normalization, channel padding, layout change and type "
+            "conversion: ``output = scale * (input - mean) / std + shift`` on the crop window "
+            "(crop arguments as ``fn.crop``; no crop arguments: the whole image), flipped "
+            "left-right where ``mirror`` is nonzero, with ``pad_output`` adding zero channels up "
+            'to a power of two, transposed to ``output_layout`` (default "CHW") and converted '
+            "to ``dtype`` (default FLOAT; integer types round halves away from zero and "
+            "saturate). mean and std are in input units, a single value or one per channel, and "
+            "may be per sample, as may ``mirror`` and the crop arguments. The input needs a C "
+            "axis (HWC, CHW, DHWC, FHWC, ...; no layout: HWC). E.g. the tutorial's "
+            "``ops.CropMirrorNormalize(std=255., mean=0.)`` turns uint8 HWC images into float32 "
+            "CHW images in [0, 1]. Differences from DALI: std and scale of 0 are refused (DALI "
+            "produces inf/NaN); any input and output dtype is accepted (DALI: FLOAT, FLOAT16, "
+            "UINT8, INT8 outputs); on the GPU integer outputs round halves away from zero as on "
+            "the CPU (DALI's GPU rounds them to even)."
+        ),
+        args=[
+            *CROP_ARGS,
+            Arg("mirror", "nonzero: flip the window left-right", 0, to_flag, per_sample=True),
+            Arg(
+                "mean",
+                "subtracted, in input units: one value or one per channel",
+                (0.0,),
+                to_floats(),
+                per_sample=True,
+            ),
+            Arg(
+                "std",
+                "divides, in input units: one value or one per channel (nonzero)",
+                (1.0,),
+                _nonzero(to_floats()),
+                per_sample=True,
+            ),
+            Arg("scale", "multiplies the normalized value (nonzero)", 1.0, _nonzero(to_float())),
+            Arg("shift", "added after scaling", 0.0, to_float()),
+            Arg("dtype", "output data type", types.FLOAT, to_dtype),
+            Arg(
+                "output_layout",
+                "layout of the output, a permutation of the input's (\"\": the input's)",
+                "CHW",
+                _output_layout,
+            ),
+            Arg("pad_output", "pad the channels with zeros to a power of two", False, to_bool),
+        ],
+    )
+)

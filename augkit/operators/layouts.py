@@ -1,0 +1,60 @@
+"""Layouts of image samples: which axis is H, W, C (and D, F), for kernels that need to know.
+
+DALI names axes by letters ("HWC", "CHW", "DHWC", "FHWC"); an input without a layout is taken as
+"HW" (2-D) or "HWC" (3-D), as DALI does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from augkit.operators.base import SampleOperator
+from augkit.tensors import TensorList
+
+# Layouts assumed for an input that has none, by number of dimensions.
+_DEFAULT_LAYOUTS = {2: "HW", 3: "HWC"}
+
+
+def image_layout(layout: str, ndim: int, *, need_channel: bool = False) -> str:
+    """The layout kernels work with: ``layout``, or "HW"/"HWC" for an unlabelled 2-D/3-D input.
+
+    Raises:
+        ValueError: the layout does not fit ``ndim``, lacks H or W, or lacks C when
+            ``need_channel``.
+    """
+    if not layout:
+        if ndim not in _DEFAULT_LAYOUTS:
+            raise ValueError(
+                f"the input has no layout and {ndim} dimensions; give its source a layout "
+                f"(e.g. fn.external_source(..., layout='DHWC'))"
+            )
+        layout = _DEFAULT_LAYOUTS[ndim]
+    if len(layout) != ndim:
+        raise ValueError(f'the layout "{layout}" does not fit a sample with {ndim} dimensions')
+    if "H" not in layout or "W" not in layout or len(set(layout)) != len(layout):
+        raise ValueError(
+            f'The layout "{layout}" does not match any of the allowed layouts: it needs an H and '
+            f"a W axis (e.g. HWC, CHW, DHWC, FHWC)"
+        )
+    if need_channel and "C" not in layout:
+        raise ValueError(
+            f'The layout "{layout}" has no channel axis; this operator expects an explicit '
+            f"channel dimension (C), even for monochrome images"
+        )
+    return layout
+
+
+class ImageOperator(SampleOperator):
+    """A SampleOperator whose kernels need the input's layout: they get it as ``layout``
+    (the batch's layout, or "HW"/"HWC" for an unlabelled input).
+
+    ``need_channel``: the layout must have a C axis.
+    """
+
+    need_channel = False
+
+    def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
+        batch = inputs[0]
+        ndim = batch._samples[0].ndim
+        return {"layout": image_layout(batch.layout(), ndim, need_channel=self.need_channel)}
