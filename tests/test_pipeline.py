@@ -162,39 +162,42 @@ def test_out_of_range_argument_names_operator_and_range():
 
 
 def test_multiple_input_sets_run_once_per_element():
-    calls = []
-
     class Twice(Pipeline):
         def __init__(self):
             super().__init__(batch_size=2, num_threads=1, device_id=None, seed=1)
-            self.a = ops.ExternalSource(source=lambda: [np.ones(2), np.ones(2)])
-            self.b = ops.ExternalSource(source=lambda: [np.zeros(2), np.zeros(2)])
-            self.ident = ops.ExternalSource(source=lambda: [np.full(2, 7.0)] * 2)
-            self.cast = ops.Cast(dtype=types.INT32) if hasattr(ops, "Cast") else None
+            self.a = ops.ExternalSource(source=lambda: [np.full(2, 1.6), np.full(2, 1.6)])
+            self.b = ops.ExternalSource(source=lambda: [np.full(2, -3.5), np.full(2, -3.5)])
+            self.cast = ops.Cast(dtype=types.INT32)
 
         def define_graph(self):
-            a, b = self.a(), self.b()
-            outs = self.cast([a, b]) if self.cast else [a, b]
-            calls.append(len(outs))
+            outs = self.cast([self.a(), self.b()])
+            assert isinstance(outs, list) and len(outs) == 2
             return tuple(outs)
 
     a, b = Twice().run()
-    assert calls == [2]
-    assert a.at(0).tolist() == [1, 1] and b.at(1).tolist() == [0, 0]
+    assert a.dtype == types.INT32
+    assert a.at(0).tolist() == [2, 2] and b.at(1).tolist() == [-4, -4]
+
+
+def test_multiple_input_sets_with_several_outputs_group_by_output():
+    pipe = Pipeline(batch_size=1, num_threads=1, device_id=None)
+    reader = ops.ExternalSource(source=lambda: [np.zeros(1)])
+    with pipe:
+        split = ops.PythonFunction(function=lambda x: (x, x + 1), num_outputs=2)
+        a = reader()
+        with pytest.raises(ArgumentError, match="multiple input sets"):
+            split([a, a])
 
 
 def test_multiple_input_sets_of_different_lengths_are_refused():
+    cast = ops.Cast(dtype=types.INT32)
     pipe = Pipeline(batch_size=1, num_threads=1, device_id=None)
-    rotate = ops.random.Uniform()
     with pipe:
         a = fn.external_source(source=lambda: [np.zeros(1)])
-        op = ops.ExternalSource(source=lambda: [np.zeros(1)])
-        assert rotate() is not None and op() is not None
-        from augkit.errors import ArgumentError as Err
-
-        python = ops.PythonFunction(function=lambda *x: x[0], num_outputs=1)
-        with pytest.raises(Err, match="multiple input sets"):
-            python([a, a], [a])
+        b = fn.external_source(source=lambda: [np.zeros(1)])
+        with pytest.raises(ArgumentError, match=r"same length, got lengths \[1, 2\]"):
+            ops.PythonFunction(function=lambda x, y: x)([a], [a, b])
+        assert len(cast([a, b])) == 2
 
 
 def test_unused_branches_are_pruned_and_preserve_keeps_them():

@@ -102,6 +102,8 @@ class OperatorSchema:
         module: where the front ends live: ``""`` (``augkit.fn``/``augkit.ops``) or
             ``"plugin.pytorch"``.
         input_sets: calling the ``ops`` object with lists runs it once per list element.
+        validate: checks between the arguments given together (``{name: value or node}``);
+            raises ``ValueError`` with a plain message, reported as an ``ArgumentError``.
     """
 
     name: str
@@ -117,6 +119,7 @@ class OperatorSchema:
     fn_aliases: tuple[str, ...] = ()
     module: str = ""
     input_sets: bool = True
+    validate: Callable[[dict[str, Any]], None] | None = None
     arguments: dict[str, Arg] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -154,6 +157,11 @@ class OperatorSchema:
                 nodes[key] = value
             else:
                 constants[key] = arg.check(value, self.class_name)
+        if self.validate is not None:
+            try:
+                self.validate({**constants, **nodes})
+            except ValueError as exc:
+                raise ArgumentError(f"{self.class_name}: {exc}") from None
         return constants, nodes
 
     def defaults(self) -> dict[str, Any]:
@@ -313,6 +321,7 @@ def to_image_type(value: Any) -> types.DALIImageType:
 
 
 def to_interp(value: Any) -> types.DALIInterpType:
+    value = _scalar(value)
     if isinstance(value, (types.DALIInterpType, int)) and not isinstance(value, bool):
         try:
             return types.DALIInterpType(value)

@@ -1,1 +1,540 @@
-"""(being written)"""
+"""``fn.resize`` / ``ops.Resize``: DALI's resize of HWC (or CHW) images on the CPU.
+
+How it works: ``plan_resize`` turns the arguments into DALI's resampling parameters (output size,
+source window), exactly as DALI's ``ResizeAttr`` does; the kernel then resamples that window with
+Pillow (``Image.resize(size, filter, box=window)``, which releases the GIL) or, for filters
+Pillow does not have, with the NumPy resampler of ``geometric/warp.py``.
+
+Decisions and traps for the next engineer:
+
+- Output size (``plan_resize``) follows ``resize_attr.cc`` (DALI 2.x), float32 where DALI uses
+  float: geometric mean of the given scales for missing extents in "default", min/max scale in
+  "not_larger"/"not_smaller" then ``max_size``, ``max(1, round half away from zero)``.
+- ``subpixel_scale=True`` (DALI's default): when the size is rounded, the source window is scaled
+  about its centre by ``rounded/fractional`` so that the scale stays exact. The window can then
+  reach up to half an output pixel outside the image; there (and for ROIs outside the image)
+  the image is padded by edge replication first, because Pillow's ``box`` must lie inside the
+  image. DALI clamps tap indices, which is the same thing.
+- Pillow conventions, verified (tests/operators/test_resize.py): ``box`` is in continuous
+  coordinates (pixel ``i`` spans ``[i, i+1)``) and output pixel centres map to
+  ``box0 + (x + 0.5) * scale``, as in DALI; BILINEAR widens its triangle by the scale when
+  shrinking, which is DALI's Triangular filter (a NumPy resampler with DALI's own weights lands
+  within 1 level of Pillow inside the border, mean 0.15: the figure DESIGN.md gives for DALI
+  2.4); NEAREST takes ``floor``. That DALI also widens Cubic and Lanczos3 when ``antialias`` is
+  on (as Pillow's BICUBIC and LANCZOS do) is read from its ``DefaultFilterRadius``, not measured.
+- Known differences from DALI (border-only or rounding): Pillow drops filter taps outside the
+  image and renormalises, where DALI repeats the border pixel (they differ only in the outermost
+  ``scale`` rows/columns of a downscale); Pillow rounds its 8-bit intermediate between the
+  horizontal and vertical passes, DALI keeps floats.
+- Because of ``subpixel_scale``, a rounded size is *not* Pillow's plain ``resize((w, h))``: on
+  the test photos ``resize_x=300`` is a mean 0.6 levels from it (0.9 for one ``resize_shorter``
+  case). ``subpixel_scale=False`` gives Pillow's plain resize exactly.
+- RGBA: Pillow premultiplies alpha when resizing "RGBA"/"LA" images, DALI does not; 4-channel
+  images therefore go through Pillow's "RGBX" mode and 2-channel ones channel by channel.
+- Filters Pillow cannot do: linear *without* antialiasing on a downscale (``antialias=False``),
+  Cubic/Lanczos3 without antialiasing on a downscale, Gaussian, and different filters on the two
+  axes. These go to ``warp.resample_axis`` (DALI's own weights, float32, clamped borders).
+- Integer outputs of the NumPy path are stored as DALI's resampler does: ``clamp(v + 0.5)``
+  truncated; Pillow's 8-bit path rounds half up as well.
+- Negative sizes flip the axis, as in DALI; ``roi_start > roi_end`` also flips.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from augkit import types
+from augkit.operators.base import SampleOperator
+from augkit.operators.geometric import warp
+from augkit.operators.registry import (
+    Arg,
+    OperatorSchema,
+    one_of,
+    register,
+    to_bool,
+    to_dtype,
+    to_float,
+    to_floats,
+    to_interp,
+)
+from augkit.tensors import TensorList
+
+MODES = ("default", "stretch", "not_larger", "not_smaller")
+
+_INPUT_TYPES = tuple(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16, np.float32))
+
+_FILTER_KINDS = {
+    types.INTERP_NN: warp.NEAREST,
+    types.INTERP_LINEAR: warp.LINEAR,
+    types.INTERP_CUBIC: warp.CUBIC,
+    types.INTERP_LANCZOS3: warp.LANCZOS3,
+    types.INTERP_GAUSSIAN: warp.GAUSSIAN,
+    types.INTERP_TRIANGULAR: warp.TRIANGULAR,
+}
+
+
+@dataclass(frozen=True)
+class ResizePlan:
+    """What one sample's resize does.
+
+    Attributes:
+        out_size: the output (H, W).
+        src_lo, src_hi: the source window per axis (y, x), in continuous pixel coordinates;
+            ``lo > hi`` flips that axis. It may extend past the image (borders are repeated).
+    """
+
+    out_size: tuple[int, int]
+    src_lo: tuple[float, float]
+    src_hi: tuple[float, float]
+
+
+def _f32(value: float) -> float:
+    return float(np.float32(value))
+
+
+def _adjust_output_size(
+    out: list[float], in_size: list[float], mode: str, max_size: Sequence[float] | None
+) -> list[float]:
+    """DALI's ``ResizeAttr::AdjustOutputSize``: the fractional output extents."""
+    ndim = len(out)
+    mask = [out[d] != 0 and in_size[d] != 0 for d in range(ndim)]
+    scale = [_f32(out[d] / in_size[d]) if in_size[d] else 1.0 for d in range(ndim)]
+    provided = sum(mask)
+    if provided == 0:
+        return list(in_size)
+
+    def clamp_to_max_size() -> None:
+        if max_size is not None:
+            for d in range(ndim):
+                if max_size[d] > 0 and abs(out[d]) > max_size[d]:
+                    out[d] = math.copysign(max_size[d], out[d])
+
+    if mode == "default":
+        if provided < ndim:
+            avg = 1.0
+            for d in range(ndim):
+                if mask[d]:
+                    avg *= abs(scale[d])
+            if provided > 1:
+                avg = avg ** (1.0 / provided)
+            for d in range(ndim):
+                if not mask[d]:
+                    out[d] = _f32(in_size[d] * avg)
+        clamp_to_max_size()
+    elif mode == "stretch":
+        for d in range(ndim):
+            if not mask[d]:
+                out[d] = in_size[d]
+        clamp_to_max_size()
+    else:
+        final = 0.0
+        first = True
+        for d in range(ndim):
+            if mask[d]:
+                s = _f32(abs(scale[d]))
+                bigger = mode == "not_smaller" and s > final
+                smaller = mode == "not_larger" and s < final
+                if first or bigger or smaller:
+                    final = s
+                first = False
+        if max_size is not None:
+            for d in range(ndim):
+                if max_size[d] > 0:
+                    final = min(final, max_size[d] / in_size[d])
+        for d in range(ndim):
+            if not mask[d] or abs(scale[d]) != final:
+                out[d] = _f32(in_size[d] * math.copysign(final, scale[d]))
+    return out
+
+
+def _round_half_away(value: float) -> int:
+    return math.floor(abs(value) + 0.5)
+
+
+def plan_resize(
+    in_size: tuple[int, int],
+    requested: tuple[float, float],
+    *,
+    mode: str = "default",
+    max_size: Sequence[float] | None = None,
+    roi: tuple[Sequence[float], Sequence[float]] | None = None,
+    roi_relative: bool = False,
+    subpixel_scale: bool = True,
+) -> ResizePlan:
+    """DALI's output size and source window for one image (``ResizeAttr``).
+
+    Args:
+        in_size: the input (H, W).
+        requested: the requested (H, W); 0 means "not given", a negative value flips.
+        mode: "default", "stretch", "not_larger" or "not_smaller".
+        max_size: the (H, W) limit, ``None`` for none; a non-positive entry is no limit.
+        roi: ``(start, end)``, each (H, W), or ``None`` for the whole image.
+        roi_relative: ``roi`` is in fractions of the image size.
+        subpixel_scale: keep the exact scale when the size is rounded (see module docstring).
+
+    Example:
+        >>> plan_resize((480, 640), (0, 300)).out_size
+        (225, 300)
+    """
+    lo: list[float] = []
+    hi: list[float] = []
+    req = [_f32(r) for r in requested]
+    for d in range(2):
+        if roi is not None and in_size[d] > 0:
+            a, b = float(roi[0][d]), float(roi[1][d])
+            if roi_relative:
+                a, b = a * in_size[d], b * in_size[d]
+            if abs(b - a) < 1e-3:
+                offset = 0.5e-3 if a <= b else -0.5e-3
+                a, b = a - offset, b + offset
+        else:
+            a, b = 0.0, float(in_size[d])
+        if b < a:
+            a, b = b, a
+            req[d] = -req[d]
+        lo.append(_f32(a))
+        hi.append(_f32(b))
+    extents = [_f32(hi[d] - lo[d]) for d in range(2)]
+    out = _adjust_output_size(req, extents, mode, max_size)
+    sizes = []
+    for d in range(2):
+        if lo[d] == hi[d] and out[d] != 0:
+            raise ValueError("cannot produce a non-empty output from an empty input")
+        size = max(1 if in_size[d] > 0 else 0, _round_half_away(out[d]))
+        if out[d] < 0:
+            lo[d], hi[d] = hi[d], lo[d]
+        if subpixel_scale and size != abs(out[d]) and out[d] != 0:
+            adjust = min(max(size / abs(out[d]), -10.0), 10.0)
+            centre = (lo[d] + hi[d]) * 0.5
+            lo[d] = centre + (lo[d] - centre) * adjust
+            hi[d] = centre + (hi[d] - centre) * adjust
+        sizes.append(size)
+    return ResizePlan((sizes[0], sizes[1]), (lo[0], lo[1]), (hi[0], hi[1]))
+
+
+# --- argument checks -----------------------------------------------------------------------
+
+_SIZE_METHODS = (("resize_x", "resize_y"), ("size",), ("resize_shorter",), ("resize_longer",))
+
+
+def _size_conflict(given: dict[str, Any]) -> str | None:
+    """The message for two ways of giving the size at once, or ``None``."""
+    names = [
+        next(k for k in method if given.get(k) is not None)
+        for method in _SIZE_METHODS
+        if any(given.get(k) is not None for k in method)
+    ]
+    if len(names) < 2:
+        return None
+    return (
+        f"arguments '{names[0]}' and '{names[1]}' cannot be used together; give the size in "
+        f"exactly one way: resize_x/resize_y, size, resize_shorter or resize_longer"
+    )
+
+
+def _check_arguments(given: dict[str, Any]) -> None:
+    """Conflicts between the arguments given to one call, as DALI's ``ResizeAttr`` rejects."""
+    conflict = _size_conflict(given)
+    if conflict:
+        raise ValueError(f"{conflict}.")
+    if "mode" in given:
+        for other, implied in (("resize_shorter", "not_smaller"), ("resize_longer", "not_larger")):
+            if given.get(other) is not None:
+                raise ValueError(
+                    f"arguments 'mode' and '{other}' cannot be used together "
+                    f"('{other}' implies mode {implied!r})."
+                )
+    if (given.get("roi_start") is None) != (given.get("roi_end") is None):
+        raise ValueError("'roi_start' and 'roi_end' must be given together.")
+
+
+def _extent(value: Any) -> tuple[float, ...]:
+    """(H, W) from two numbers, or one number for both."""
+    values = to_floats()(value)
+    if len(values) not in (1, 2):
+        raise ValueError(f"expected 1 or 2 numbers (H, W), got {len(values)}")
+    return values if len(values) == 2 else values * 2
+
+
+def _no_volumes(value: Any) -> float:
+    value = to_float()(value)
+    if value != 0:
+        raise ValueError("augkit's resize handles 2-D images (HWC, CHW); it has no depth axis")
+    return value
+
+
+# --- the operator --------------------------------------------------------------------------
+
+
+def _filters(args: dict[str, Any]) -> tuple[str, str]:
+    """(min_filter, mag_filter) as DALI picks them (``resampling_attr.cc``): by default
+    Triangular (antialiased linear) when shrinking and Linear when enlarging; ``interp_type``
+    sets both unless ``min_filter``/``mag_filter`` are given; ``antialias`` turns the shrinking
+    linear filter into Triangular and back."""
+    interp = args.get("interp_type")
+
+    def pick(explicit: Any, default: types.DALIInterpType) -> str:
+        if explicit is not None:
+            return _FILTER_KINDS[explicit]
+        return _FILTER_KINDS[interp if interp is not None else default]
+
+    min_kind = pick(args.get("min_filter"), types.INTERP_TRIANGULAR)
+    mag_kind = pick(args.get("mag_filter"), types.INTERP_LINEAR)
+    if args.get("antialias", True):
+        if min_kind == warp.LINEAR:
+            min_kind = warp.TRIANGULAR
+    elif min_kind == warp.TRIANGULAR:
+        min_kind = warp.LINEAR
+    return min_kind, mag_kind
+
+
+def _pillow_filter(kind: str, downscale: bool, antialias: bool) -> int | None:
+    """The Pillow filter that computes DALI's ``kind``, or ``None`` when there is none."""
+    if kind == warp.NEAREST:
+        return Image.Resampling.NEAREST
+    if kind == warp.TRIANGULAR or (kind == warp.LINEAR and not downscale):
+        return Image.Resampling.BILINEAR
+    if kind in (warp.CUBIC, warp.LANCZOS3) and (antialias or not downscale):
+        return Image.Resampling.BICUBIC if kind == warp.CUBIC else Image.Resampling.LANCZOS
+    return None
+
+
+def _pillow_resize(
+    image: np.ndarray, plan: ResizePlan, resample: int, out_dtype: np.dtype
+) -> np.ndarray:
+    lo = [min(a, b) for a, b in zip(plan.src_lo, plan.src_hi, strict=True)]
+    hi = [max(a, b) for a, b in zip(plan.src_lo, plan.src_hi, strict=True)]
+    pads = [
+        (math.ceil(max(0.0, -lo[d])), math.ceil(max(0.0, hi[d] - image.shape[d]))) for d in range(2)
+    ]
+    if any(p for pad in pads for p in pad):
+        image = np.pad(image, (*pads, (0, 0)), mode="edge")
+        lo = [lo[d] + pads[d][0] for d in range(2)]
+        hi = [hi[d] + pads[d][0] for d in range(2)]
+    box = (lo[1], lo[0], hi[1], hi[0])
+    size = (plan.out_size[1], plan.out_size[0])
+    channels = image.shape[2]
+    if image.dtype == np.uint8 and out_dtype == np.uint8 and channels in (1, 3, 4):
+        if channels == 4:
+            pil = Image.frombuffer(
+                "RGBX", image.shape[1::-1], np.ascontiguousarray(image), "raw", "RGBX", 0, 1
+            )
+        else:
+            pil = Image.fromarray(image[..., 0] if channels == 1 else image)
+        out = np.asarray(pil.resize(size, resample, box=box))
+        out = out.reshape(*out.shape[:2], channels)
+    elif image.dtype == np.uint8 and out_dtype == np.uint8:
+        out = np.stack(
+            [
+                np.asarray(Image.fromarray(image[..., c]).resize(size, resample, box=box))
+                for c in range(channels)
+            ],
+            axis=-1,
+        )
+    else:
+        planes = [
+            np.asarray(
+                Image.fromarray(image[..., c].astype(np.float32)).resize(size, resample, box=box)
+            )
+            for c in range(channels)
+        ]
+        out = warp.truncate_sat(np.stack(planes, axis=-1), out_dtype)
+    flips = tuple(d for d in range(2) if plan.src_lo[d] > plan.src_hi[d])
+    return np.flip(out, flips) if flips else out
+
+
+def _numpy_resize(
+    image: np.ndarray, plan: ResizePlan, kinds: Sequence[str], antialias: bool, out_dtype: np.dtype
+) -> np.ndarray:
+    data = image.astype(np.float32)
+    for axis in (0, 1):
+        data = warp.resample_axis(
+            data,
+            axis,
+            plan.out_size[axis],
+            plan.src_lo[axis],
+            plan.src_hi[axis],
+            kinds[axis],
+            antialias,
+        )
+    return warp.truncate_sat(data, out_dtype)
+
+
+def _requested(args: dict[str, Any]) -> tuple[tuple[float, float], str]:
+    """The requested (H, W) and the mode, from whichever size arguments were given."""
+    conflict = _size_conflict(args)
+    if conflict:  # the two came from the constructor and the call of one ops.Resize
+        raise ValueError(conflict)
+    if args.get("size") is not None:
+        return args["size"], args["mode"]
+    for name, mode in (("resize_shorter", "not_smaller"), ("resize_longer", "not_larger")):
+        if args.get(name) is not None:
+            return (args[name], args[name]), mode
+    if args.get("resize_x") is None and args.get("resize_y") is None:
+        raise ValueError(
+            "no output size: give resize_x and/or resize_y, size, resize_shorter or resize_longer"
+        )
+    return (args.get("resize_y") or 0.0, args.get("resize_x") or 0.0), args["mode"]
+
+
+class ResizeImpl(SampleOperator):
+    def check_input(self, index: int, sample: Any, layout: str) -> None:
+        if sample.ndim != 3 or layout not in ("HWC", "CHW", ""):
+            where = f" and layout {layout!r}" if layout else ""
+            raise ValueError(
+                f"resize needs images with layout HWC or CHW (3 dimensions), got a sample of "
+                f"shape {tuple(sample.shape)}{where}"
+            )
+        if sample.dtype not in _INPUT_TYPES:
+            names = ", ".join(t.name for t in _INPUT_TYPES)
+            raise ValueError(f"resize takes images of type {names}; got {sample.dtype.name}")
+
+    def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
+        return {"layout": inputs[0].layout()}
+
+    def cpu(self, image: np.ndarray, *, layout: str, **args: Any) -> np.ndarray:
+        if layout == "CHW":
+            # The kernel works on HWC: CHW samples go through it as transposed views.
+            return self._resize_hwc(image.transpose(1, 2, 0), args).transpose(2, 0, 1)
+        return self._resize_hwc(image, args)
+
+    def _resize_hwc(self, image: np.ndarray, args: dict[str, Any]) -> np.ndarray:
+        dtype = args.get("dtype")
+        out_dtype = image.dtype if dtype is None else dtype.numpy
+        if out_dtype not in (image.dtype, np.dtype(np.float32)):
+            raise ValueError(
+                f"dtype must be the input type ({image.dtype.name}) or types.FLOAT, got "
+                f"{dtype.name}"
+            )
+        requested, mode = _requested(args)
+        roi = None
+        if args.get("roi_start") is not None:
+            roi = (args["roi_start"], args["roi_end"])
+        plan = plan_resize(
+            image.shape[:2],
+            requested,
+            mode=mode,
+            max_size=args.get("max_size"),
+            roi=roi,
+            roi_relative=args.get("roi_relative", False),
+            subpixel_scale=args.get("subpixel_scale", True),
+        )
+        min_kind, mag_kind = _filters(args)
+        antialias = args.get("antialias", True)
+        shrinks = [plan.out_size[d] < abs(plan.src_hi[d] - plan.src_lo[d]) for d in range(2)]
+        kinds = [min_kind if shrink else mag_kind for shrink in shrinks]
+        filters = {
+            _pillow_filter(kind, shrink, antialias)
+            for kind, shrink in zip(kinds, shrinks, strict=True)
+        }
+        if len(filters) == 1 and None not in filters:
+            return _pillow_resize(image, plan, filters.pop(), out_dtype)
+        return _numpy_resize(image, plan, kinds, antialias, out_dtype)
+
+
+_INTERP_DOC = (
+    "types.INTERP_NN, INTERP_LINEAR, INTERP_CUBIC, INTERP_LANCZOS3, INTERP_TRIANGULAR or "
+    "INTERP_GAUSSIAN"
+)
+
+register(
+    OperatorSchema(
+        name="resize",
+        class_name="Resize",
+        impl=ResizeImpl,
+        validate=_check_arguments,
+        doc="""Resize images (layout HWC or CHW), as DALI's ``fn.resize``.
+
+The output size comes from exactly one of ``resize_x``/``resize_y``, ``size`` (H, W),
+``resize_shorter`` or ``resize_longer``, shaped by ``mode`` and ``max_size`` with DALI's rules
+(a missing extent keeps the aspect ratio; sizes round half away from zero). By default the
+filter is linear, antialiased when shrinking (DALI's Triangular filter); augkit computes it with
+Pillow's BILINEAR filter, which is the same filter. Differences from DALI: at the image border
+Pillow renormalises the filter instead of repeating the edge pixel, and it rounds its 8-bit
+intermediate between the two passes (DALI 2.4 is within a mean 0.15 of Pillow on photos);
+``save_attrs``, volumes (``resize_z``) and sequences are not supported.
+
+Example, in a pipeline definition::
+
+    images = fn.resize(images, resize_shorter=256, interp_type=types.INTERP_LINEAR)
+""",
+        args=[
+            Arg("resize_x", "output width; a negative value flips", None, to_float(), True),
+            Arg("resize_y", "output height; a negative value flips", None, to_float(), True),
+            Arg("resize_z", "volumes only: must stay 0 in augkit", None, _no_volumes),
+            Arg("size", "output (H, W), or one value for both; 0 = missing", None, _extent, True),
+            Arg(
+                "mode",
+                'how the given extents are met: "default", "stretch", "not_larger" or '
+                '"not_smaller"',
+                "default",
+                one_of(*MODES),
+            ),
+            Arg(
+                "resize_shorter",
+                "length of the shorter side (keeps the aspect ratio)",
+                None,
+                to_float(0),
+                True,
+            ),
+            Arg(
+                "resize_longer",
+                "length of the longer side (keeps the aspect ratio)",
+                None,
+                to_float(0),
+                True,
+            ),
+            Arg(
+                "max_size", "limit of the output (H, W), or one value for both", None, _extent, True
+            ),
+            Arg(
+                "interp_type",
+                f"the filter for both directions: {_INTERP_DOC} (None: linear)",
+                None,
+                to_interp,
+                True,
+            ),
+            Arg(
+                "min_filter",
+                "the filter when shrinking (None: linear, antialiased)",
+                None,
+                to_interp,
+                True,
+            ),
+            Arg("mag_filter", "the filter when enlarging (None: linear)", None, to_interp, True),
+            Arg("antialias", "widen the filter when shrinking (not for INTERP_NN)", True, to_bool),
+            Arg("dtype", "output type: the input type (None) or types.FLOAT", None, to_dtype),
+            Arg(
+                "subpixel_scale",
+                "keep the exact scale when the size is rounded (the source window is adjusted)",
+                True,
+                to_bool,
+            ),
+            Arg(
+                "roi_start",
+                "start of the input region (H, W), as roi_end",
+                None,
+                to_floats(2),
+                True,
+            ),
+            Arg(
+                "roi_end",
+                "end of the input region (H, W); start > end flips",
+                None,
+                to_floats(2),
+                True,
+            ),
+            Arg(
+                "roi_relative", "roi_start/roi_end are fractions of the image size", False, to_bool
+            ),
+            Arg("minibatch_size", "accepted for DALI compatibility; no effect on the CPU", 32),
+            Arg("temp_buffer_hint", "accepted for DALI compatibility; no effect on the CPU", 0),
+        ],
+    )
+)

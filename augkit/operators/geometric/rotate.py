@@ -1,1 +1,211 @@
-"""(being written)"""
+"""``fn.rotate`` / ``ops.Rotate``: DALI's rotation of HWC images on the CPU.
+
+The kernel builds DALI's destination-to-source matrix and hands it to ``warp.warp_affine``
+(a NumPy inverse-mapping sampler written to DALI's sampler conventions).
+
+Decisions and traps for the next engineer (checked against DALI's ``rotate_params.h``,
+``warp_param_provider.h``, ``core/geom/transform.h`` and ``kernels/imgproc/sampler.h``):
+
+- Direction: a positive angle turns the picture counter-clockwise *as seen on screen* (y down).
+  DALI negates the angle for 2-D and then uses ``rotation2D(-a)``; the net
+  destination-to-source matrix is ``T(in/2) · [[cos, -sin], [sin, cos]] · T(-out/2)``, applied
+  to ``(x + 0.5, y + 0.5)``. Rotating by 90 gives ``np.rot90(image)`` (tested).
+- The centre is the geometric centre ``(W/2, H/2)`` of the continuous image, not the centre of
+  a pixel, so odd and even sizes both rotate about the middle.
+- Output size (``rotated_canvas_size``): ``ceil(|cos|W + |sin|H - 0.01)`` and its mirror, then
+  +1 where the parity differs from the input's (the parities swap when ``|sin| > |cos|``), so
+  that pixel centres stay aligned and small rotations do not blur. The angle in radians is taken
+  as a float32 (DALI converts a float angle; its ``deg2rad`` was not found in the sources read),
+  so at exactly 45 degrees ``|sin| > |cos|`` and the parities swap: only non-square images with
+  sides of different parity depend on this, and no test relies on it.
+- ``size`` wins over ``keep_size``; it is rounded half away from zero, at least 1.
+- ``fill_value=None`` clamps to the border (the edge pixel repeats outward); a number is
+  converted to the input type (ConvertSat) and every tap outside the image reads it, so the
+  image edge blends into the fill over one pixel. Pillow's ``rotate(fillcolor=...)`` does not
+  blend (and truncates uint8 results), so it is a reference only on an image padded with the
+  fill colour (see tests/operators/test_rotate.py).
+- Only INTERP_NN and INTERP_LINEAR exist for warps in DALI; others raise, as in DALI.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from augkit import types
+from augkit.operators.base import SampleOperator
+from augkit.operators.geometric import warp
+from augkit.operators.registry import (
+    REQUIRED,
+    Arg,
+    OperatorSchema,
+    register,
+    to_bool,
+    to_dtype,
+    to_float,
+    to_floats,
+    to_interp,
+)
+
+_TYPES = tuple(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16, np.int32, np.float32))
+
+
+def _radians(angle: float) -> np.float32:
+    return np.float32(angle) * np.float32(math.pi / 180)
+
+
+def rotated_canvas_size(in_size: tuple[int, int], angle: float) -> tuple[int, int]:
+    """DALI's output (H, W) for rotating an (H, W) image by ``angle`` degrees with
+    ``keep_size=False`` and no ``size`` (``RotatedCanvasSize`` plus the parity fix).
+
+    Example:
+        >>> rotated_canvas_size((480, 640), 30)
+        (736, 796)
+    """
+    h, w = in_size
+    theta = float(_radians(angle))
+    abs_cos, abs_sin = abs(math.cos(theta)), abs(math.sin(theta))
+    w_out = math.ceil(abs_cos * w + abs_sin * h - 1e-2)
+    h_out = math.ceil(abs_cos * h + abs_sin * w - 1e-2)
+    parity_w, parity_h = (w % 2, h % 2) if abs_sin <= abs_cos else (h % 2, w % 2)
+    w_out += w_out % 2 != parity_w
+    h_out += h_out % 2 != parity_h
+    return h_out, w_out
+
+
+def rotation_matrix(
+    in_size: tuple[int, int], out_size: tuple[int, int], angle: float
+) -> np.ndarray:
+    """The 2x3 destination-to-source matrix (x, y order) of DALI's rotate, in float32:
+    ``T(in/2) · R(angle) · T(-out/2)``."""
+    theta = _radians(angle)
+    c, s = np.cos(theta), np.sin(theta)
+    half = np.float32(0.5)
+    in_x, in_y = np.float32(in_size[1]) * half, np.float32(in_size[0]) * half
+    out_x, out_y = -np.float32(out_size[1]) * half, -np.float32(out_size[0]) * half
+    # (T_in · R) · T_out, summed in DALI's order (k = 0, 1, 2), in float32.
+    tx = c * out_x + (-s) * out_y + in_x
+    ty = s * out_x + c * out_y + in_y
+    return np.array([[c, -s, tx], [s, c, ty]], dtype=np.float32)
+
+
+def _round_size(value: float) -> int:
+    return max(1, math.floor(value + 0.5))
+
+
+def _size(value: Any) -> tuple[float, float]:
+    out = to_floats(2)(value)
+    if min(out) <= 0:
+        raise ValueError(f"the output size must be positive, got {out}")
+    return out
+
+
+def _interp(value: Any) -> types.DALIInterpType:
+    interp = to_interp(value)
+    if interp not in (types.INTERP_NN, types.INTERP_LINEAR):
+        raise ValueError(
+            f"rotate supports only types.INTERP_NN and types.INTERP_LINEAR (as DALI), "
+            f"got types.{interp.name}"
+        )
+    return interp
+
+
+def _no_axis(value: Any) -> Any:
+    raise ValueError("augkit's rotate handles 2-D images (HWC); 'axis' is for volumes")
+
+
+class RotateImpl(SampleOperator):
+    def check_input(self, index: int, sample: Any, layout: str) -> None:
+        if sample.ndim != 3 or layout not in ("HWC", ""):
+            where = f" and layout {layout!r}" if layout else ""
+            raise ValueError(
+                f"rotate needs images with layout HWC (3 dimensions), got a sample of shape "
+                f"{tuple(sample.shape)}{where}"
+            )
+        if sample.dtype not in _TYPES:
+            names = ", ".join(t.name for t in _TYPES)
+            raise ValueError(f"rotate takes images of type {names}; got {sample.dtype.name}")
+
+    def cpu(
+        self,
+        image: np.ndarray,
+        *,
+        angle: float,
+        fill_value: float | None,
+        keep_size: bool,
+        size: tuple[float, float] | None,
+        interp_type: types.DALIInterpType,
+        dtype: types.DALIDataType | None,
+        **_: Any,
+    ) -> np.ndarray:
+        out_dtype = image.dtype if dtype is None else dtype.numpy
+        if out_dtype not in _TYPES:
+            names = ", ".join(t.name for t in _TYPES)
+            raise ValueError(f"dtype must be one of {names}, got {out_dtype.name}")
+        in_size = image.shape[:2]
+        if size is not None:
+            out_size = (_round_size(size[0]), _round_size(size[1]))
+        elif keep_size:
+            out_size = in_size
+        else:
+            out_size = rotated_canvas_size(in_size, angle)
+        matrix = rotation_matrix(in_size, out_size, angle)
+        interp = warp.NEAREST if interp_type == types.INTERP_NN else warp.LINEAR
+        return warp.warp_affine(
+            image, matrix, out_size, interp=interp, fill=fill_value, dtype=out_dtype
+        )
+
+
+register(
+    OperatorSchema(
+        name="rotate",
+        class_name="Rotate",
+        impl=RotateImpl,
+        doc="""Rotate images (layout HWC) by ``angle`` degrees, counter-clockwise as seen on
+screen, about the image centre, as DALI's ``fn.rotate``.
+
+By default the canvas grows to hold the whole rotated image (DALI's size rule, which keeps the
+parity of the sides); ``keep_size=True`` keeps the input size and ``size`` sets it. Outside the
+input the border pixel repeats, or ``fill_value`` fills. Sampling is bilinear (or nearest) at
+pixel centres with DALI's rounding, following the formulas of DALI's CPU kernel. Volumes
+(``axis``) and sequences are not supported.
+
+Example, in a pipeline definition::
+
+    images = fn.rotate(images, angle=fn.random.uniform(range=(-30, 30)), fill_value=0)
+""",
+        args=[
+            Arg("angle", "degrees, counter-clockwise on screen", REQUIRED, to_float(), True),
+            Arg("axis", "volumes only: not supported by augkit", None, _no_axis),
+            Arg(
+                "fill_value",
+                "value outside the input (None: repeat the border pixel)",
+                None,
+                to_float(),
+            ),
+            Arg(
+                "keep_size",
+                "keep the input size instead of fitting the rotated image",
+                False,
+                to_bool,
+            ),
+            Arg(
+                "size",
+                "output (H, W), rounded to integers (overrides keep_size)",
+                None,
+                _size,
+                True,
+            ),
+            Arg(
+                "interp_type",
+                "types.INTERP_LINEAR or types.INTERP_NN",
+                types.INTERP_LINEAR,
+                _interp,
+                True,
+            ),
+            Arg("dtype", "output type (None: the input type)", None, to_dtype),
+        ],
+    )
+)
