@@ -40,6 +40,7 @@ demo: venv
 	$(BIN)/python examples/tutorial.py --out out
 
 lab: venv
+	mkdir -p notebooks
 	$(BIN)/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 $(LAB_FLAGS)
 
 bench: venv

@@ -77,10 +77,10 @@ class Pipeline:
 
     def __init__(
         self,
-        batch_size: int = -1,
-        num_threads: int = -1,
+        batch_size: int | None = -1,
+        num_threads: int | None = -1,
         device_id: int | None = -1,
-        seed: int = -1,
+        seed: int | None = -1,
         exec_pipelined: bool = True,
         prefetch_queue_depth: int | dict[str, int] = 2,
         exec_async: bool = True,
@@ -321,6 +321,8 @@ class Pipeline:
 
 
 def _positive_or_unset(name: str, value: Any) -> int:
+    if value is None:  # DALI 2.x's default for "not set"
+        return -1
     if isinstance(value, bool) or not isinstance(value, int) or value == 0 or value < -1:
         raise ArgumentError(
             f"Pipeline: {name} must be a positive integer (or -1: unset), got {value!r}"

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from augkit.backend import gpu_unavailable_reason
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 IMAGES = ROOT / "data" / "images"
 
@@ -27,3 +29,14 @@ def photos(photo_paths: list[pathlib.Path]) -> list[np.ndarray]:
     """Six real photos as uint8 HWC RGB arrays, decoded by Pillow (of different sizes)."""
     picked = photo_paths[::2][:6]
     return [np.asarray(Image.open(p).convert("RGB")) for p in picked]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip tests marked ``gpu`` where no CUDA device and CuPy are usable, saying why."""
+    reason = gpu_unavailable_reason()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=f"needs a GPU: {reason}")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -16,10 +16,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import pytest
 
 import augkit
-from augkit import backend, fn
+from augkit import fn
 from augkit.frontends import operator_class
 from augkit.operators.registry import REGISTRY
 from augkit.pipeline import Pipeline
@@ -167,12 +166,6 @@ def _assert_same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]], name: str) 
                 np.testing.assert_array_equal(
                     x.at(i), y.at(i), err_msg=f"{name}: iteration {it} output {k} sample {i}"
                 )
-
-
-needs_gpu = pytest.mark.skipif(
-    backend.gpu_unavailable_reason() is not None,
-    reason=f"needs a GPU: {backend.gpu_unavailable_reason()}",
-)
 
 
 def gpu_matches_cpu(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from augkit import types
-from tests.operator_check import check_operator, gpu_matches_cpu, needs_gpu
+from tests.operator_check import check_operator, gpu_matches_cpu
 
 
 def formula(
@@ -138,7 +138,6 @@ def test_explicit_contrast_center(photos: list[np.ndarray]) -> None:
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_gpu_matches_cpu(photos: list[np.ndarray]) -> None:
     gpu_matches_cpu(
         "brightness_contrast",

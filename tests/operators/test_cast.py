@@ -11,7 +11,7 @@ import pytest
 from augkit import fn, types
 from augkit.errors import ArgumentError
 from augkit.operators.color.cast import convert_sat
-from tests.operator_check import check_operator, gpu_matches_cpu, needs_gpu
+from tests.operator_check import check_operator, gpu_matches_cpu
 
 
 def half_away(x: np.ndarray) -> np.ndarray:
@@ -98,6 +98,5 @@ def test_dtype_is_required() -> None:
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_gpu_matches_cpu(photos: list[np.ndarray]) -> None:
     gpu_matches_cpu("cast", shifted(photos), layout="HWC", args={"dtype": types.INT8})

@@ -12,7 +12,7 @@ import pytest
 from augkit import fn, types
 from augkit.errors import OperatorError
 from augkit.operators.geometric.crop import crop_anchor, crop_window
-from tests.operator_check import check_operator, gpu_matches_cpu, needs_gpu, run_operator
+from tests.operator_check import check_operator, gpu_matches_cpu, run_operator
 
 
 def window(extent: int, size: int, pos: float) -> int:
@@ -251,7 +251,6 @@ def test_layout_without_h_and_w_is_refused(photos: list[np.ndarray]) -> None:
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_gpu_matches_cpu(photos: list[np.ndarray]) -> None:
     gpu_matches_cpu(
         "crop",

@@ -13,7 +13,7 @@ import pytest
 from augkit import fn, ops, types
 from augkit.errors import ArgumentError, OperatorError
 from augkit.pipeline import Pipeline
-from tests.operator_check import check_operator, gpu_matches_cpu, needs_gpu, run_operator
+from tests.operator_check import check_operator, gpu_matches_cpu, run_operator
 
 IMAGENET_MEAN = (0.485 * 255, 0.456 * 255, 0.406 * 255)
 IMAGENET_STD = (0.229 * 255, 0.224 * 255, 0.225 * 255)
@@ -265,7 +265,6 @@ def test_argument_errors(args: dict[str, Any], match: str) -> None:
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_gpu_matches_cpu(photos: list[np.ndarray]) -> None:
     gpu_matches_cpu(
         "crop_mirror_normalize",

@@ -10,7 +10,7 @@ import pytest
 
 from augkit import fn
 from augkit.errors import ArgumentError, OperatorError
-from tests.operator_check import check_operator, gpu_matches_cpu, needs_gpu, run_operator
+from tests.operator_check import check_operator, gpu_matches_cpu, run_operator
 
 
 def test_default_flips_left_right(photos: list[np.ndarray]) -> None:
@@ -109,7 +109,6 @@ def test_layout_without_w_is_refused(photos: list[np.ndarray]) -> None:
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_gpu_matches_cpu(photos: list[np.ndarray]) -> None:
     n = len(photos)
     gpu_matches_cpu(

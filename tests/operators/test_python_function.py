@@ -315,3 +315,39 @@ def test_unused_python_function_still_runs_like_dali(pairs):
         pipe.set_outputs(images)
     pipe.run()
     assert len(calls) == 3
+
+
+@pytest.mark.gpu
+def test_gpu_python_function_gets_cupy_arrays(pairs):
+    import cupy
+
+    first, _ = pairs
+    seen = []
+
+    def on_gpu(image):
+        seen.append(type(image))
+        return image[::-1] * 1
+
+    pipe = Pipeline(batch_size=3, num_threads=1, device_id=0)
+    with pipe:
+        images = fn.external_source(source=lambda: first, layout="HWC")
+        pipe.set_outputs(fn.python_function(images, function=on_gpu, device="gpu"))
+    (out,) = pipe.run()
+    assert seen == [cupy.ndarray] * 3 and out.device == "gpu"
+    np.testing.assert_array_equal(out.as_cpu().at(2), first[2][::-1])
+
+
+@pytest.mark.gpu
+def test_gpu_torch_python_function_gets_cuda_tensors(pairs):
+    first, _ = pairs
+
+    def on_cuda(t):
+        assert t.is_cuda
+        return t.flip(0)
+
+    pipe = Pipeline(batch_size=3, num_threads=1, device_id=0)
+    with pipe:
+        images = fn.external_source(source=lambda: first, layout="HWC")
+        pipe.set_outputs(dalitorch.fn.torch_python_function(images, function=on_cuda, device="gpu"))
+    (out,) = pipe.run()
+    np.testing.assert_array_equal(out.as_cpu().at(0), first[0][::-1])
