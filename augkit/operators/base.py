@@ -25,6 +25,7 @@ from augkit.errors import ArgumentError, AugkitError, OperatorError
 from augkit.operators.registry import OperatorSchema
 from augkit.random import sample_rng
 from augkit.tensors import TensorList
+from augkit.types import DALIDataType
 
 
 @dataclass
@@ -185,7 +186,10 @@ class SampleOperator(OperatorImpl):
         ]
 
     def empty_dtype(self, index: int) -> Any:
-        return None
+        """The dtype of output ``index`` when the batch is empty (no sample to take it from):
+        the ``dtype`` argument where the operator has one and it is set."""
+        dtype = self.args.get("dtype")
+        return dtype.numpy if isinstance(dtype, DALIDataType) else None
 
 
 class SourceOperator(OperatorImpl):

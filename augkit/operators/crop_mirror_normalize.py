@@ -176,9 +176,6 @@ class CropMirrorNormalize(ImageOperator):
     def output_layout(self, index: int, inputs: Sequence[TensorList]) -> str:
         return self.args["output_layout"] or inputs[0].layout()
 
-    def empty_dtype(self, index: int) -> Any:
-        return self.args["dtype"].numpy
-
 
 register(
     OperatorSchema(

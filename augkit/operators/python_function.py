@@ -362,43 +362,54 @@ def _outputs(args: dict[str, Any]) -> int:
     return args.get("num_outputs", 1)
 
 
-for _schema in (
-    OperatorSchema(
-        name="python_function",
-        class_name="PythonFunction",
-        impl=PythonFunction,
-        doc=_DOC.format(what="NumPy arrays (CuPy arrays with device='gpu')", unit="array"),
-        args=_common_args(False),
-        min_inputs=0,
-        max_inputs=None,
-        num_outputs=_outputs,
-        devices=("cpu", "gpu"),
-        input_sets=False,
-    ),
-    OperatorSchema(
-        name="dl_tensor_python_function",
-        class_name="DLTensorPythonFunction",
-        impl=DLTensorPythonFunction,
-        doc=_DOC.format(what="DLPack capsules (batch mode by default, as in DALI)", unit="capsule"),
-        args=_common_args(True),
-        min_inputs=0,
-        max_inputs=None,
-        num_outputs=_outputs,
-        devices=("cpu", "gpu"),
-        input_sets=False,
-    ),
-    OperatorSchema(
-        name="torch_python_function",
-        class_name="TorchPythonFunction",
-        impl=TorchPythonFunction,
-        module="plugin.pytorch",
-        doc=_DOC.format(what="torch tensors, on CPU too (DALI's needs CUDA)", unit="tensor"),
-        args=_common_args(False),
-        min_inputs=0,
-        max_inputs=None,
-        num_outputs=_outputs,
-        devices=("cpu", "gpu"),
-        input_sets=False,
-    ),
-):
-    register(_schema)
+def _register(
+    name: str,
+    class_name: str,
+    impl: type,
+    what: str,
+    unit: str,
+    batch_default: bool,
+    module: str = "",
+) -> None:
+    register(
+        OperatorSchema(
+            name=name,
+            class_name=class_name,
+            impl=impl,
+            module=module,
+            doc=_DOC.format(what=what, unit=unit),
+            args=_common_args(batch_default),
+            min_inputs=0,
+            max_inputs=None,
+            num_outputs=_outputs,
+            devices=("cpu", "gpu"),
+            input_sets=False,
+        )
+    )
+
+
+_register(
+    "python_function",
+    "PythonFunction",
+    PythonFunction,
+    "NumPy arrays (CuPy arrays with device='gpu')",
+    "array",
+    batch_default=False,
+)
+_register(
+    "dl_tensor_python_function",
+    "DLTensorPythonFunction",
+    DLTensorPythonFunction,
+    "DLPack capsules (batch mode by default, as in DALI)",
+    "capsule",
+    batch_default=True,
+)
+_register(
+    "torch_python_function",
+    "TorchPythonFunction",
+    TorchPythonFunction,
+    "torch tensors, on CPU too (DALI's needs CUDA)",
+    "tensor",
+    batch_default=False,
+    module="plugin.pytorch",
+)

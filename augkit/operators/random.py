@@ -57,9 +57,6 @@ class Uniform(SampleOperator):
             out = rng.uniform(range[0], range[1], size=shape)
         return np.asarray(out, dtype=dtype.numpy)
 
-    def empty_dtype(self, index: int) -> Any:
-        return self.args["dtype"].numpy
-
 
 class CoinFlip(SampleOperator):
     random = True
@@ -74,9 +71,6 @@ class CoinFlip(SampleOperator):
         **_: Any,
     ) -> np.ndarray:
         return np.asarray(rng.random(size=shape) < probability, dtype=dtype.numpy)
-
-    def empty_dtype(self, index: int) -> Any:
-        return self.args["dtype"].numpy
 
 
 register(

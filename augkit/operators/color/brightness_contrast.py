@@ -76,10 +76,6 @@ class BrightnessContrast(SampleOperator):
 
     gpu = cpu
 
-    def empty_dtype(self, index: int) -> Any:
-        dtype = self.args["dtype"]
-        return None if dtype is None else dtype.numpy
-
 
 register(
     OperatorSchema(

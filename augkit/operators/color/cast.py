@@ -104,9 +104,6 @@ class Cast(SampleOperator):
 
     gpu = cpu
 
-    def empty_dtype(self, index: int) -> Any:
-        return self.args["dtype"].numpy
-
 
 register(
     OperatorSchema(

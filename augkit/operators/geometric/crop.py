@@ -231,10 +231,6 @@ class Crop(ImageOperator):
 
     gpu = cpu
 
-    def empty_dtype(self, index: int) -> Any:
-        dtype = self.args["dtype"]
-        return None if dtype is None else dtype.numpy
-
 
 def _pos(axis: str) -> str:
     return (
