@@ -34,10 +34,7 @@ Rules (DALI's, and where augkit goes further):
 
 from __future__ import annotations
 
-import contextlib
-import random
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -55,7 +52,7 @@ from augkit.operators.registry import (
     to_int,
     to_layouts,
 )
-from augkit.random import batch_rng, sample_rng
+from augkit.random import batch_rng, sample_rng, seeded_globals
 from augkit.tensors import TensorList
 
 
@@ -290,32 +287,6 @@ class TorchPythonFunction(PythonFunction):
 
     def expected(self) -> str:
         return "a torch.Tensor"
-
-
-@contextlib.contextmanager
-def seeded_globals(seed: int) -> Iterator[None]:
-    """Seed ``random``, ``numpy.random`` and torch's CPU generator for one call, and put their
-    states back afterwards.
-
-    torch's ``default_generator`` is used directly: ``torch.manual_seed`` also seeds CUDA and,
-    on CUDA builds, costs far more per call (measured: 2-3% of the tutorial pipeline).
-    """
-    saved_random = random.getstate()
-    saved_numpy = np.random.get_state()
-    torch = sys.modules.get("torch")
-    generator = getattr(torch, "default_generator", None)
-    saved_torch = generator.get_state() if generator is not None else None
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    if generator is not None:
-        generator.manual_seed(seed)
-    try:
-        yield
-    finally:
-        random.setstate(saved_random)
-        np.random.set_state(saved_numpy)
-        if generator is not None:
-            generator.set_state(saved_torch)
 
 
 def _is_torch(value: Any) -> bool:
