@@ -9,6 +9,7 @@ number.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -54,6 +55,8 @@ class Executor:
         seed: int,
         num_threads: int,
         device_id: int | None,
+        py_num_workers: int = 1,
+        py_start_method: str | None = None,
     ) -> None:
         numbered = sorted({n.id for n in (*trace, *nodes)})
         ordinal = {node_id: k for k, node_id in enumerate(numbered)}
@@ -70,6 +73,11 @@ class Executor:
         self.sources = [n for n in nodes if self.impls[n.id].is_source]
         self.producers = [n for n in nodes if self.impls[n.id].produces_batch]
         self._pool = ThreadPoolExecutor(num_threads, "augkit") if num_threads > 1 else None
+        self.num_threads = num_threads
+        self.py_num_workers = py_num_workers
+        self._py_start_method = py_start_method
+        self._workers: Any = None
+        self._workers_lock = threading.Lock()
 
     def _check_devices(self, nodes: list[OperatorNode]) -> None:
         for node in nodes:
@@ -100,20 +108,45 @@ class Executor:
     def map(self, fn: Callable[[int], Any], n: int) -> list[Any]:
         """``[fn(0), ..., fn(n-1)]`` over the pool; the lowest failing index's error is raised,
         so that which error a batch reports does not depend on thread timing."""
-        if self._pool is None or n < 2:
+        pool = self._pool
+        if pool is None and self.num_threads > 1 and n > 1:
+            with self._workers_lock:  # started again after close()
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self.num_threads, "augkit")
+                pool = self._pool
+        if pool is None or n < 2:
             return [fn(i) for i in range(n)]
-        futures = [self._pool.submit(fn, i) for i in range(n)]
+        futures = [pool.submit(fn, i) for i in range(n)]
         errors = [f.exception() for f in futures]
         for error in errors:
             if error is not None:
                 raise error
         return [f.result() for f in futures]
 
-    def run(
+    def states(self) -> dict[str, Any]:
+        """Every reader's position (see ``SourceOperator.get_state``)."""
+        return {name: reader.get_state() for name, reader in self.readers().items()}
+
+    def set_states(self, states: dict[str, Any]) -> None:
+        readers = self.readers()
+        for name, state in states.items():
+            readers[name].set_state(state)
+
+    def read(
         self, iteration: int, batch_size: int, partial: bool = False
-    ) -> dict[DataNode, TensorList]:
-        """Compute one iteration; returns the batch of every node output that was run."""
-        ctx = RunContext(iteration, batch_size, self.map, self.device_id, partial)
+    ) -> tuple[dict[DataNode, TensorList], int, dict[str, Any]]:
+        """Run the operators that make batches out of nothing (readers, external sources) for
+        one iteration. Calls must come in iteration order. Returns their outputs, the
+        iteration's batch size and the readers' positions after it."""
+        ctx = RunContext(
+            iteration,
+            batch_size,
+            self.map,
+            self.device_id,
+            partial,
+            self.workers,
+            self.py_num_workers,
+        )
         values: dict[DataNode, TensorList] = {}
         sizes: dict[str, int] = {}
         for node in self.producers:
@@ -123,8 +156,25 @@ class Executor:
             sizes[node.name] = len(outs[0]) if outs else batch_size
         if len(set(sizes.values())) > 1:
             raise GraphError(f"sources delivered batches of different sizes: {sizes}")
-        if sizes:
-            ctx.batch_size = next(iter(sizes.values()))
+        size = next(iter(sizes.values())) if sizes else batch_size
+        return values, size, self.states()
+
+    def compute(
+        self, iteration: int, batch_size: int, values: dict[DataNode, TensorList]
+    ) -> dict[DataNode, TensorList]:
+        """Run every other operator of one iteration on the sources' ``values``. Safe to call
+        for several iterations at once from different threads: operators keep no state
+        between iterations (Python operators guard what they share themselves)."""
+        ctx = RunContext(
+            iteration,
+            batch_size,
+            self.map,
+            self.device_id,
+            False,
+            self.workers,
+            self.py_num_workers,
+        )
+        values = dict(values)
         for node in self.nodes:
             impl = self.impls[node.id]
             if impl.produces_batch:
@@ -142,6 +192,13 @@ class Executor:
             values.update(zip(node.outputs, outs, strict=True))
         return values
 
+    def run(
+        self, iteration: int, batch_size: int, partial: bool = False
+    ) -> dict[DataNode, TensorList]:
+        """Compute one iteration; returns the batch of every node output that was run."""
+        values, size, _ = self.read(iteration, batch_size, partial)
+        return self.compute(iteration, size, values)
+
     @staticmethod
     def _call(node: OperatorNode, work: Callable[[], list[TensorList]]) -> list[TensorList]:
         try:
@@ -156,7 +213,22 @@ class Executor:
             )
         return outs
 
+    def workers(self) -> Any:
+        """The pipeline's pool of worker processes for Python operators, started on first use:
+        ``py_num_workers`` processes (or ``num_threads`` when a Python operator asks for
+        processes and the pipeline set no more than one worker)."""
+        with self._workers_lock:
+            if self._workers is None:
+                from augkit.workers import WorkerPool
+
+                count = self.py_num_workers if self.py_num_workers > 1 else self.num_threads
+                self._workers = WorkerPool(max(count, 1), self._py_start_method)
+            return self._workers
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        if self._workers is not None:
+            self._workers.close()
+            self._workers = None

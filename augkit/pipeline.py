@@ -46,6 +46,7 @@ from typing import Any, ClassVar
 from augkit.errors import ArgumentError, GraphError
 from augkit.executor import Executor, collect
 from augkit.graph import DataNode, OperatorNode, tracing
+from augkit.prefetch import Prefetcher
 from augkit.random import resolve_seed
 from augkit.tensors import TensorList
 
@@ -138,6 +139,8 @@ class Pipeline:
         self._executor: Executor | None = None
         self._iteration = 0
         self._scheduled: list[tuple[TensorList, ...]] = []
+        self._prefetcher: Prefetcher | None = None
+        self._consumed_states: dict[str, Any] = {}
 
     # --- settings -------------------------------------------------------------------------------
     @property
@@ -228,8 +231,19 @@ class Pipeline:
             self._outputs = _check_outputs(outputs, "define_graph()")
         nodes = collect(self._outputs, self._trace)
         self._executor = Executor(
-            nodes, self._trace, self._seed, self._num_threads, self._device_id
+            nodes,
+            self._trace,
+            self._seed,
+            self._num_threads,
+            self._device_id,
+            self._exec_settings["py_num_workers"],
+            # DALI's default "fork" means: fork where it is safe (no CUDA context), else a
+            # clean fallback (augkit.workers); an explicit "spawn"/"forkserver" is kept.
+            None
+            if self._exec_settings["py_start_method"] == "fork"
+            else (self._exec_settings["py_start_method"]),
         )
+        self._consumed_states = self._executor.states()
 
     def run(self) -> tuple[TensorList, ...]:
         """Compute the next batch; returns one TensorList per output.
@@ -251,17 +265,72 @@ class Pipeline:
             raise GraphError("outputs() without a schedule_run() before it")
         return self._scheduled.pop(0)
 
-    def _run(self, partial: bool) -> tuple[TensorList, ...]:
+    def _run(self, partial: bool, lead: str | None = None) -> tuple[TensorList, ...]:
         self.build()
         assert self._executor is not None and self._outputs is not None
-        iteration = self._iteration
-        self._iteration += 1
-        values = self._executor.run(iteration, self._batch_size, partial)
+        if self._asynchronous():
+            values = self._run_prefetched(partial, lead)
+        else:
+            iteration = self._iteration
+            self._iteration += 1
+            values = self._executor.run(iteration, self._batch_size, partial)
         return tuple(values[d] for d in self._outputs)
+
+    def _asynchronous(self) -> bool:
+        """Whether iterations are computed ahead in the background: with DALI's defaults
+        (``exec_async`` and ``exec_pipelined``), unless the graph has an external source, whose
+        next batch may depend on what the user did with the last one."""
+        settings = self._exec_settings
+        return (
+            settings["exec_async"]
+            and settings["exec_pipelined"]
+            and not any(n.schema.name == "external_source" for n in self._executor.nodes)
+        )
+
+    def _prefetch_depth(self) -> int:
+        depth = self._exec_settings["prefetch_queue_depth"]
+        return max(1, depth.get("cpu_size", 2) if isinstance(depth, dict) else depth)
+
+    def _run_prefetched(self, partial: bool, lead: str | None) -> dict[DataNode, TensorList]:
+        assert self._executor is not None
+        if self._prefetcher is not None and self._prefetcher.partial != partial:
+            self._rewind()
+        item = self._prefetcher.next() if self._prefetcher is not None else None
+        if item is None:  # not started, or it stopped (an epoch's end, a reader's error)
+            self._rewind()
+            self._prefetcher = Prefetcher(
+                self._executor,
+                self._iteration,
+                self._batch_size,
+                partial,
+                self._prefetch_depth(),
+                lead,
+            )
+            item = self._prefetcher.next()
+            if item is None:
+                raise GraphError("the prefetching thread stopped without a batch")
+        self._iteration = item.iteration + 1
+        self._consumed_states = item.states
+        return item.result.result()
+
+    def _rewind(self) -> None:
+        """Drop the batches computed ahead and put the readers back where the user is."""
+        if self._prefetcher is not None:
+            self._prefetcher.close()
+            self._prefetcher = None
+            assert self._executor is not None
+            self._executor.set_states(self._consumed_states)
+
+    def _reader_state(self, name: str) -> Any:
+        assert self._executor is not None
+        if self._prefetcher is not None:
+            return self._consumed_states[name]
+        return self._executor.readers()[name].get_state()
 
     def reset(self) -> None:
         """End the current epoch: every reader starts its next epoch from its first sample."""
         self._scheduled.clear()
+        self._rewind()
         if self._executor is not None:
             for reader in self._executor.readers().values():
                 reader.reset()
@@ -294,14 +363,14 @@ class Pipeline:
 
     def _epoch(self, lead: Any, policy: str) -> Iterator[tuple[TensorList, ...]]:
         try:
-            if lead.left_in_epoch() == 0:
+            if lead.left_in_epoch(self._reader_state(lead.name)) == 0:
                 # run() stopped exactly at the end of an epoch: this loop is the next epoch.
                 self.reset()
             while True:
-                left = lead.left_in_epoch()
+                left = lead.left_in_epoch(self._reader_state(lead.name))
                 if left == 0 or (policy == "drop" and left < self._batch_size):
                     return
-                yield self._run(partial=policy == "partial")
+                yield self._run(partial=policy == "partial", lead=lead.name)
         finally:
             self.reset()
 
@@ -309,12 +378,17 @@ class Pipeline:
         return self.epoch()
 
     def close(self) -> None:
-        """Stop the pipeline's threads (it builds again if run later)."""
+        """Stop the pipeline's background work: the prefetching thread, the thread pool and the
+        worker processes (their shared memory too). Batches computed ahead are dropped; a later
+        ``run()`` goes on from the last batch consumed, starting what it needs again."""
+        self._rewind()
         if self._executor is not None:
             self._executor.close()
-            self._executor = None
 
     def __del__(self) -> None:
+        prefetcher = getattr(self, "_prefetcher", None)
+        if prefetcher is not None:
+            prefetcher.close()
         executor = getattr(self, "_executor", None)
         if executor is not None:
             executor.close()

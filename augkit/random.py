@@ -19,10 +19,13 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 import secrets
 import sys
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -65,13 +68,36 @@ def epoch_rng(op_seed: int, epoch: int) -> np.random.Generator:
     return _stream(op_seed, _EPOCH, epoch)
 
 
-@contextlib.contextmanager
-def seeded_globals(seed: int) -> Iterator[None]:
-    """Seed ``random``, ``numpy.random`` and torch's CPU generator for one call, and put their
-    states back afterwards.
+# Held by every call that seeds and uses the global generators: they are process-wide, so two
+# such calls (two threads, two iterations in flight) must not interleave.
+GLOBAL_RNG_LOCK = threading.RLock()
 
-    torch's ``default_generator`` is used directly: ``torch.manual_seed`` also seeds CUDA and,
-    on CUDA builds, costs far more per call (measured: 2-3% of the tutorial pipeline).
+
+def global_rng_fingerprint() -> tuple[Any, ...]:
+    """A value that changes whenever ``random``, ``numpy.random`` or torch's CPU generator
+    draws a number (cheap: tens of microseconds)."""
+    np_state = np.random.get_state()
+    generator = getattr(sys.modules.get("torch"), "default_generator", None)
+    torch_state = bytes(generator.get_state().numpy()) if generator is not None else b""
+    return random.getstate(), np_state[1].tobytes(), np_state[2:], torch_state
+
+
+@dataclasses.dataclass
+class Draws:
+    """Whether the call inside ``seeded_globals(..., detect=True)`` drew from a global
+    generator (``None`` when not detected)."""
+
+    drew: bool | None = None
+
+
+@contextlib.contextmanager
+def seeded_globals(seed: int, detect: bool = False) -> Iterator[Draws]:
+    """Seed ``random``, ``numpy.random`` and torch's CPU generator for one call, and put their
+    states back afterwards; with ``detect``, also tell whether the call drew from them.
+
+    The caller holds ``GLOBAL_RNG_LOCK`` when other threads may use the generators. torch's
+    ``default_generator`` is used directly: ``torch.manual_seed`` also seeds CUDA and, on CUDA
+    builds, costs far more per call (measured: 2-3% of the tutorial pipeline).
     """
     saved_random = random.getstate()
     saved_numpy = np.random.get_state()
@@ -82,8 +108,12 @@ def seeded_globals(seed: int) -> Iterator[None]:
     np.random.seed(seed % 2**32)
     if generator is not None:
         generator.manual_seed(seed)
+    draws = Draws()
+    seeded = global_rng_fingerprint() if detect else None
     try:
-        yield
+        yield draws
+        if detect:
+            draws.drew = global_rng_fingerprint() != seeded
     finally:
         random.setstate(saved_random)
         np.random.set_state(saved_numpy)

@@ -210,7 +210,7 @@ def test_unused_branches_are_pruned_and_preserve_keeps_them():
 
         return count
 
-    pipe = Pipeline(batch_size=2, num_threads=1, device_id=None, seed=1)
+    pipe = Pipeline(batch_size=2, num_threads=1, device_id=None, seed=1, exec_async=False)
     with pipe:
         x = fn.random.uniform()
         fn.python_function(x, function=counter("unused"), preserve=False)
@@ -305,7 +305,7 @@ def test_error_at_run_leaves_pipeline_usable():
             raise ValueError("bad sample")
         return x
 
-    pipe = Pipeline(batch_size=2, num_threads=2, device_id=None, seed=1)
+    pipe = Pipeline(batch_size=2, num_threads=2, device_id=None, seed=1, exec_async=False)
     with pipe:
         pipe.set_outputs(fn.python_function(fn.random.uniform(), function=flaky))
     with pytest.raises(OperatorError, match="ValueError: bad sample"):

@@ -40,6 +40,9 @@ class RunContext:
         device_id: the pipeline's CUDA device.
         partial: sources stop at the end of the epoch (a smaller last batch) instead of
             filling the batch from the next epoch.
+        workers: returns the pipeline's pool of worker processes (started on first call), for
+            Python operators that run in processes.
+        py_num_workers: the pipeline's ``py_num_workers``.
     """
 
     iteration: int
@@ -49,6 +52,8 @@ class RunContext:
     )
     device_id: int | None = None
     partial: bool = False
+    workers: Callable[[], Any] | None = None
+    py_num_workers: int = 1
 
 
 class OperatorImpl:
@@ -205,8 +210,16 @@ class SourceOperator(OperatorImpl):
     def epoch_size(self) -> int:
         raise NotImplementedError
 
-    def left_in_epoch(self) -> int:
-        """Samples not yet delivered in the current epoch."""
+    def left_in_epoch(self, state: Any = None) -> int:
+        """Samples not yet delivered in the current epoch (of ``state``, when given)."""
+        raise NotImplementedError
+
+    def get_state(self) -> Any:
+        """The reader's position, as an immutable value that ``set_state`` restores (the
+        prefetching executor reads ahead and rewinds to what the user has consumed)."""
+        raise NotImplementedError
+
+    def set_state(self, state: Any) -> None:
         raise NotImplementedError
 
     def reset(self) -> None:

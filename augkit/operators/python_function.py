@@ -34,6 +34,7 @@ Rules (DALI's, and where augkit goes further):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -46,13 +47,20 @@ from augkit.operators.registry import (
     REQUIRED,
     Arg,
     OperatorSchema,
+    one_of,
     register,
     to_bool,
     to_callable,
     to_int,
     to_layouts,
 )
-from augkit.random import batch_rng, sample_rng, seeded_globals
+from augkit.random import (
+    GLOBAL_RNG_LOCK,
+    batch_rng,
+    global_rng_fingerprint,
+    sample_rng,
+    seeded_globals,
+)
 from augkit.tensors import TensorList
 
 
@@ -61,6 +69,9 @@ class PythonFunction(OperatorImpl):
 
     def setup(self) -> None:
         self.function: Callable[..., Any] = self.args["function"]
+        # None until the first batch shows whether the function draws from the global
+        # generators of random / numpy.random / torch (see the module docstring).
+        self._uses_global_rng: bool | None = None
         layouts = self.args["output_layouts"] or ()
         if len(layouts) > self.num_outputs:
             raise self._argument_error(
@@ -120,11 +131,17 @@ class PythonFunction(OperatorImpl):
     def _run_samples(
         self, ctx: RunContext, inputs: Sequence[TensorList], n: int
     ) -> list[list[Any]]:
+        calls = [
+            _Call(
+                i,
+                [batch._samples[i] for batch in inputs],
+                _seed(sample_rng(self.seed, ctx.iteration, i)),
+            )
+            for i in range(n)
+        ]
+        results = self._call_all(ctx, calls, inputs)
         outputs: list[list[Any]] = [[] for _ in range(self.num_outputs)]
-        for i in range(n):
-            args = [self.to_user(batch._samples[i]) for batch in inputs]
-            seed = int(sample_rng(self.seed, ctx.iteration, i).integers(2**63))
-            result = self._call(args, seed, i, inputs)
+        for i, result in enumerate(results):
             for k, value in enumerate(self._split(result, i, inputs)):
                 outputs[k].append(self._sample(value, k, i, inputs))
         for k, samples in enumerate(outputs):
@@ -132,9 +149,12 @@ class PythonFunction(OperatorImpl):
         return outputs
 
     def _run_batch(self, ctx: RunContext, inputs: Sequence[TensorList], n: int) -> list[list[Any]]:
-        args = [[self.to_user(s) for s in batch._samples] for batch in inputs]
-        seed = int(batch_rng(self.seed, ctx.iteration).integers(2**63))
-        result = self._call(args, seed, None, inputs)
+        call = _Call(
+            None,
+            [list(batch._samples) for batch in inputs],
+            _seed(batch_rng(self.seed, ctx.iteration)),
+        )
+        (result,) = self._call_all(ctx, [call], inputs)
         outputs = []
         for k, batch in enumerate(self._split(result, None, inputs)):
             dense = isinstance(batch, np.ndarray) and batch.dtype != object
@@ -159,14 +179,66 @@ class PythonFunction(OperatorImpl):
             outputs.append(samples)
         return outputs
 
-    def _call(
-        self, args: list[Any], seed: int, index: int | None, inputs: Sequence[TensorList]
-    ) -> Any:
-        with seeded_globals(seed):
-            try:
-                return self.function(*args)
-            except Exception as exc:
-                raise self.fail(f"{type(exc).__name__}: {exc}", index, inputs) from exc
+    # --- where the calls run ----------------------------------------------------------------
+    def mode(self, ctx: RunContext) -> str:
+        """How this batch's calls run: "processes", "threads", "serial" or "detect"."""
+        parallel = self.args["parallel"]
+        if parallel != "auto":
+            return parallel
+        if self.device == "cpu" and ctx.py_num_workers > 1:
+            return "processes"
+        if self._uses_global_rng is None:
+            return "detect"
+        return "serial" if self._uses_global_rng else "threads"
+
+    def _call_all(
+        self, ctx: RunContext, calls: list[_Call], inputs: Sequence[TensorList]
+    ) -> list[Any]:
+        mode = self.mode(ctx)
+        if mode == "processes":
+            return self._call_in_workers(ctx, calls, inputs)
+        if mode == "threads":
+            if self.args["parallel"] == "threads":
+                return ctx.map(lambda j: self._call(calls[j], inputs), len(calls))
+            return self._call_threaded(ctx, calls, inputs)
+        # "serial" and "detect": one call at a time, the global generators seeded for each.
+        results = []
+        drew = False
+        for call in calls:
+            with GLOBAL_RNG_LOCK, seeded_globals(call.seed, detect=mode == "detect") as draws:
+                results.append(self._call(call, inputs))
+            drew = drew or bool(draws.drew)
+        if mode == "detect":
+            self._uses_global_rng = drew
+        return results
+
+    def _call_threaded(
+        self, ctx: RunContext, calls: list[_Call], inputs: Sequence[TensorList]
+    ) -> list[Any]:
+        """Calls over the pipeline's threads, for a function that did not draw from the global
+        generators so far; if it does after all, its batch is computed again one call at a
+        time, seeded, and it stays in that mode."""
+        with GLOBAL_RNG_LOCK:
+            before = global_rng_fingerprint()
+        results = ctx.map(lambda j: self._call(calls[j], inputs), len(calls))
+        with GLOBAL_RNG_LOCK:
+            drew = global_rng_fingerprint() != before
+        if not drew:
+            return results
+        self._uses_global_rng = True
+        return self._call_all(ctx, calls, inputs)
+
+    def _call(self, call: _Call, inputs: Sequence[TensorList]) -> Any:
+        args = [_map_leaves(self.to_user, a) for a in call.args]
+        try:
+            return self.function(*args)
+        except Exception as exc:
+            raise self.fail(f"{type(exc).__name__}: {exc}", call.index, inputs) from exc
+
+    def _call_in_workers(
+        self, ctx: RunContext, calls: list[_Call], inputs: Sequence[TensorList]
+    ) -> list[Any]:
+        raise NotImplementedError
 
     def _split(self, result: Any, index: int | None, inputs: Sequence[TensorList]) -> list[Any]:
         n = self.num_outputs
@@ -289,6 +361,26 @@ class TorchPythonFunction(PythonFunction):
         return "a torch.Tensor"
 
 
+@dataclasses.dataclass
+class _Call:
+    """One call of the user's function: the sample index (None for a batch), its arguments as
+    the graph holds them (arrays, or lists of arrays in batch mode) and its seed."""
+
+    index: int | None
+    args: list[Any]
+    seed: int
+
+
+def _seed(rng: np.random.Generator) -> int:
+    return int(rng.integers(2**63))
+
+
+def _map_leaves(fn: Callable[[Any], Any], value: Any) -> Any:
+    if isinstance(value, list):
+        return [fn(v) for v in value]
+    return fn(value)
+
+
 def _is_torch(value: Any) -> bool:
     return type(value).__module__.startswith("torch")
 
@@ -320,6 +412,15 @@ def _common_args(batch_default: bool) -> list[Arg]:
             to_bool,
         ),
         Arg("synchronize_stream", "accepted for DALI compatibility", True, to_bool),
+        Arg(
+            "parallel",
+            'where the calls run: "auto" (worker processes when the pipeline has '
+            "py_num_workers > 1, else the pipeline's threads, or one call at a time for a "
+            'function that draws from the global random generators), "threads", "processes" '
+            'or "serial"',
+            "auto",
+            one_of("auto", "threads", "processes", "serial"),
+        ),
     ]
 
 
@@ -334,6 +435,11 @@ _DOC = (
 
 def _outputs(args: dict[str, Any]) -> int:
     return args.get("num_outputs", 1)
+
+
+def _check_arguments(given: dict[str, Any]) -> None:
+    if given.get("parallel") == "processes" and given.get("device", "cpu") != "cpu":
+        raise ValueError("parallel='processes' runs only CPU operators")
 
 
 def _register(
@@ -358,6 +464,7 @@ def _register(
             num_outputs=_outputs,
             devices=("cpu", "gpu"),
             input_sets=False,
+            validate=_check_arguments,
         )
     )
 

@@ -4,6 +4,8 @@ TorchPythonFunction, in per-sample and batch modes, with their errors."""
 from __future__ import annotations
 
 import random
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -82,7 +84,10 @@ def test_zero_inputs_called_once_per_sample():
         calls.append(1)
         return np.full((2,), len(calls), np.int64)
 
-    (out,) = run_operator("python_function", [], args={"function": make}, batch_size=3)[0]
+    pipe = Pipeline(batch_size=3, num_threads=2, device_id=None, exec_async=False)
+    with pipe:
+        pipe.set_outputs(fn.python_function(function=make))
+    (out,) = pipe.run()
     assert len(calls) == 3
     assert [int(out.at(i)[0]) for i in range(3)] == [1, 2, 3]
 
@@ -351,3 +356,66 @@ def test_gpu_torch_python_function_gets_cuda_tensors(pairs):
         pipe.set_outputs(dalitorch.fn.torch_python_function(images, function=on_cuda, device="gpu"))
     (out,) = pipe.run()
     np.testing.assert_array_equal(out.as_cpu().at(0), first[0][::-1])
+
+
+def _thread_recorder(draw_from=None):
+    """A function that records which thread ran each call (it sleeps, releasing the GIL, so
+    that parallel calls overlap), optionally drawing from np.random on some iterations."""
+    seen: list[int] = []
+
+    def record(x):
+        seen.append(threading.get_ident())
+        time.sleep(0.005)
+        if draw_from is not None and draw_from(x):
+            return x + np.random.rand()
+        return x * 2
+
+    return record, seen
+
+
+def _uniform_pipe(function, threads, **kwargs):
+    pipe = Pipeline(batch_size=6, num_threads=threads, device_id=None, seed=4, exec_async=False)
+    with pipe:
+        x = fn.random.uniform(range=(0.0, 1.0), shape=(2,))
+        pipe.set_outputs(fn.python_function(x, function=function, **kwargs))
+    return pipe
+
+
+def test_functions_without_global_randomness_run_on_the_pipeline_threads():
+    record, seen = _thread_recorder()
+    pipe = _uniform_pipe(record, threads=3)
+    pipe.run()  # the first batch runs one call at a time, to see whether it draws
+    assert len(set(seen)) == 1
+    seen.clear()
+    pipe.run()
+    assert len(set(seen)) > 1
+
+
+def test_a_function_that_draws_later_is_recomputed_seeded_and_stays_serial():
+    draw_late = _thread_recorder(draw_from=lambda x: x[0] > 0.5)
+    reference = _thread_recorder(draw_from=lambda x: x[0] > 0.5)
+    pipe = _uniform_pipe(draw_late[0], threads=3)
+    serial = _uniform_pipe(reference[0], threads=3, parallel="serial")
+    for _ in range(4):
+        (a,), (b,) = pipe.run(), serial.run()
+        np.testing.assert_array_equal(a.as_array(), b.as_array())
+
+
+@pytest.mark.parametrize("parallel", ["serial", "threads"])
+def test_explicit_parallel_modes(parallel):
+    record, seen = _thread_recorder()
+    pipe = _uniform_pipe(record, threads=3, parallel=parallel)
+    pipe.run()
+    pipe.run()
+    assert (len(set(seen)) > 1) == (parallel == "threads")
+
+
+def test_parallel_processes_is_cpu_only():
+    with pytest.raises(ArgumentError, match="parallel='processes' runs only CPU operators"):
+        pipe = Pipeline(batch_size=1, num_threads=1, device_id=0)
+        with pipe:
+            x = fn.random.uniform()
+            pipe.set_outputs(
+                fn.python_function(x, function=lambda v: v, device="gpu", parallel="processes")
+            )
+        pipe.build()

@@ -386,8 +386,15 @@ class FileReader(SourceOperator):
     def epoch_size(self) -> int:
         return self._padded_length * self._shards if self._pad else self._size
 
-    def left_in_epoch(self) -> int:
-        return self._length(self._epoch) - self._pos
+    def left_in_epoch(self, state: Any = None) -> int:
+        epoch, pos, _ = self.get_state() if state is None else state
+        return self._length(epoch) - pos
+
+    def get_state(self) -> tuple[int, int, int]:
+        return self._epoch, self._pos, self._ahead
+
+    def set_state(self, state: tuple[int, int, int]) -> None:
+        self._epoch, self._pos, self._ahead = state
 
     def reset(self) -> None:
         if self._pos:

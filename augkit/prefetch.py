@@ -1,0 +1,128 @@
+"""Pipelined execution: iterations computed in the background, ahead of ``run()``.
+
+A producer thread reads the sources (readers, in iteration order, the only stateful part of a
+graph) and hands each iteration's computation to a small pool of iteration threads, so that up
+to ``depth`` iterations are in flight at once: while the user works on batch k, batches k+1 ...
+k+depth are being decoded, resized and passed through Python operators, on all cores.
+
+Nothing here changes a number: iteration k is computed from the same reader positions and the
+same (seed, iteration, sample) streams as in synchronous mode. Each queued iteration carries the
+readers' positions after it, so the pipeline can rewind the readers to what the user has
+actually consumed (``reset()``, a change of ``last_batch_policy``, ``close()``): batches that
+were computed ahead and never consumed are dropped and computed again later, identically.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from augkit.executor import Executor
+
+
+@dataclass
+class Prefetched:
+    """One iteration in flight: its number, its outputs (a future), its batch size and the
+    readers' positions after it."""
+
+    iteration: int
+    result: Future
+    states: dict[str, Any]
+
+
+class Prefetcher:
+    """Computes iterations ``first, first + 1, ...`` ahead of the consumer, ``depth`` at most.
+
+    Args:
+        executor: the pipeline's executor.
+        first: the number of the first iteration to compute.
+        batch_size: the pipeline's batch size.
+        partial: sources stop at the end of the epoch (and so does the producer: the epoch's
+            last batch is the last one it makes).
+        depth: how many iterations may be computed ahead (and at once).
+        lead: the reader whose epoch ends production in ``partial`` mode.
+    """
+
+    def __init__(
+        self,
+        executor: Executor,
+        first: int,
+        batch_size: int,
+        partial: bool,
+        depth: int,
+        lead: str | None = None,
+    ) -> None:
+        self.partial = partial
+        self._executor = executor
+        self._next = first
+        self._batch_size = batch_size
+        self._depth = depth
+        self._lead = lead
+        self._queue: collections.deque[Prefetched] = collections.deque()
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._finished = False
+        self._pool = ThreadPoolExecutor(depth, "augkit-iteration")
+        self._thread = threading.Thread(target=self._produce, name="augkit-prefetch", daemon=True)
+        self._thread.start()
+
+    def _produce(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    while len(self._queue) >= self._depth and not self._stopping:
+                        self._cond.wait()
+                    if self._stopping:
+                        return
+                iteration = self._next
+                self._next += 1
+                try:
+                    values, size, states = self._executor.read(
+                        iteration, self._batch_size, self.partial
+                    )
+                except BaseException as exc:  # delivered to run(), in its turn
+                    failed: Future = Future()
+                    failed.set_exception(exc)
+                    self._push(Prefetched(iteration, failed, self._executor.states()))
+                    return
+                future = self._pool.submit(self._executor.compute, iteration, size, values)
+                self._push(Prefetched(iteration, future, states))
+                if self.partial and self._lead is not None:
+                    reader = self._executor.readers()[self._lead]
+                    if reader.left_in_epoch(states[self._lead]) == 0:
+                        return
+        finally:
+            with self._cond:
+                self._finished = True
+                self._cond.notify_all()
+
+    def _push(self, item: Prefetched) -> None:
+        with self._cond:
+            self._queue.append(item)
+            self._cond.notify_all()
+
+    def next(self) -> Prefetched | None:
+        """The oldest iteration in flight (wait for it to be read), or None when the producer
+        has stopped and nothing is left."""
+        with self._cond:
+            while not self._queue and not self._finished:
+                self._cond.wait()
+            if not self._queue:
+                return None
+            item = self._queue.popleft()
+            self._cond.notify_all()
+            return item
+
+    def close(self) -> None:
+        """Stop producing, wait for what is being computed, drop everything queued."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._thread.join()
+        for item in self._queue:
+            item.result.cancel()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._queue.clear()
