@@ -19,11 +19,27 @@ Rules (DALI's, and where augkit goes further):
   ``DLTensorPythonFunction`` as DLPack 1.0 ("dltensor_versioned") capsules, which carry the
   read-only flag (``torch.utils.dlpack.from_dlpack`` accepts them; legacy capsules cannot
   export read-only NumPy arrays).
-- Randomness: before each call (each sample, or each batch in batch mode) the global generators
-  of ``random``, ``numpy.random`` and torch (when imported) are seeded from the operator's
-  stream for (iteration, sample), and restored after the call. So a function that uses
-  ``np.random`` or torchvision's random transforms gives the same results for the same pipeline
-  seed, whatever the thread count and in whatever order samples are computed.
+- Randomness: a function that draws from the global generators of ``random``,
+  ``numpy.random`` or torch gets them seeded from the operator's stream for (iteration, sample)
+  (or (iteration) in batch mode) before each call, and restored after it. So it gives the same
+  results for the same pipeline seed, whatever the thread or worker count and in whatever order
+  samples are computed.
+- Where the calls run (``parallel=``, default "auto"):
+  - "processes" (auto when the pipeline has ``py_num_workers`` > 1): in the pipeline's worker
+    processes (``augkit.workers``), for functions that hold the GIL; arrays travel through
+    shared memory, the function with cloudpickle (lambdas, closures and notebook functions
+    work); each process has its own global generators, seeded per call.
+  - "threads": on the pipeline's ``num_threads`` threads, for functions that release the GIL
+    (NumPy, Pillow, OpenCV, torch). The global generators are not seeded: a function that draws
+    from them is not reproducible in this mode.
+  - "serial": one call at a time, seeded, under a process-wide lock (the global generators are
+    shared by every thread).
+  - "auto" without workers: the first batch runs "serial" and watches whether the function
+    draws from a global generator; if not, later batches run on the threads, and each batch is
+    checked again: if the function drew after all, that batch is computed again "serial"
+    (calling the function a second time for it) and the operator stays "serial".
+  Batch mode makes one call per batch; with the prefetching executor several iterations are in
+  flight at once, so batch-mode calls of different iterations run in parallel too.
 - Like DALI, Python operators are kept in the graph even when no output uses them
   (``preserve`` defaults to True): a function may be there for its side effects.
 - Errors: an exception in the function becomes an ``OperatorError`` naming the operator, the
