@@ -50,7 +50,9 @@ Rules (DALI's, and where augkit goes further):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -67,6 +69,7 @@ from augkit.operators.registry import (
     register,
     to_bool,
     to_callable,
+    to_float,
     to_int,
     to_layouts,
 )
@@ -78,6 +81,7 @@ from augkit.random import (
     seeded_globals,
 )
 from augkit.tensors import TensorList
+from augkit.workers import WorkerError
 
 
 class PythonFunction(OperatorImpl):
@@ -88,6 +92,8 @@ class PythonFunction(OperatorImpl):
         # None until the first batch shows whether the function draws from the global
         # generators of random / numpy.random / torch (see the module docstring).
         self._uses_global_rng: bool | None = None
+        # Worker processes cache the function under this key (one key, one function).
+        self._worker_key = f"{self.name}:{id(self.function)}:{id(self)}"
         layouts = self.args["output_layouts"] or ()
         if len(layouts) > self.num_outputs:
             raise self._argument_error(
@@ -251,10 +257,32 @@ class PythonFunction(OperatorImpl):
         except Exception as exc:
             raise self.fail(f"{type(exc).__name__}: {exc}", call.index, inputs) from exc
 
+    flavour = "numpy"  # how a worker process hands samples to the function (_WORKER_INPUTS)
+
     def _call_in_workers(
         self, ctx: RunContext, calls: list[_Call], inputs: Sequence[TensorList]
     ) -> list[Any]:
-        raise NotImplementedError
+        """The calls in the pipeline's worker processes; results come back as NumPy arrays."""
+        assert ctx.workers is not None
+        pool = ctx.workers()
+        runner = functools.partial(_run_in_worker, self.flavour, self.function)
+        items = [(call.args, call.seed) for call in calls]
+        try:
+            outcomes = pool.map(self._worker_key, runner, items, timeout=self.args["timeout"])
+        except WorkerError as exc:
+            held = exc.running if exc.running is not None else None
+            index = calls[held].index if held is not None else None
+            raise self.fail(f"worker process failed: {exc}", index, inputs) from None
+        results = []
+        for call, (ok, value) in zip(calls, outcomes, strict=True):
+            if not ok:
+                error = value.exception
+                if value.traceback:
+                    with contextlib.suppress(Exception):
+                        error.add_note(f"In the worker process:\n{value.traceback}")
+                raise self.fail(f"{type(error).__name__}: {error}", call.index, inputs) from error
+            results.append(value)
+        return results
 
     def _split(self, result: Any, index: int | None, inputs: Sequence[TensorList]) -> list[Any]:
         n = self.num_outputs
@@ -323,6 +351,8 @@ class PythonFunction(OperatorImpl):
 class DLTensorPythonFunction(PythonFunction):
     """Hands the function DLPack capsules and takes capsules (or DLPack-able objects) back."""
 
+    flavour = "dlpack"
+
     def to_user(self, sample: Any) -> Any:
         if isinstance(sample, np.ndarray):
             return super().to_user(sample).__dlpack__(max_version=(1, 0))
@@ -344,6 +374,8 @@ class DLTensorPythonFunction(PythonFunction):
 
 class TorchPythonFunction(PythonFunction):
     """Hands the function torch tensors (zero-copy) and takes tensors back; works on CPU."""
+
+    flavour = "torch"
 
     def setup(self) -> None:
         super().setup()
@@ -387,6 +419,40 @@ class _Call:
     seed: int
 
 
+def _worker_input(flavour: str, array: np.ndarray) -> Any:
+    """A sample as the function of ``flavour`` takes it, inside a worker process (where samples
+    arrive as read-only NumPy views of shared memory)."""
+    if flavour == "numpy":
+        return array
+    capsule = array.__dlpack__(max_version=(1, 0))
+    if flavour == "dlpack":
+        return capsule
+    import torch.utils.dlpack
+
+    return torch.utils.dlpack.from_dlpack(capsule)
+
+
+def _worker_output(value: Any) -> Any:
+    """A returned value made fit to travel back: tensors and DLPack capsules become NumPy
+    arrays (through shared memory); tuples and lists are kept; anything else goes as it is and
+    is judged by the parent."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(_worker_output(v) for v in value)
+    if _is_torch(value):
+        return value.detach().cpu().resolve_conj().resolve_neg().numpy()
+    if backend.is_dlpack_capsule(value):
+        return backend.from_dlpack(value, "cpu")
+    return value
+
+
+def _run_in_worker(flavour: str, function: Callable[..., Any], args: list[Any], seed: int) -> Any:
+    """One call of a Python operator's function in a worker process: samples converted for
+    the function, the process's global generators seeded, the result converted back."""
+    user_args = [_map_leaves(lambda a: _worker_input(flavour, a), a) for a in args]
+    with seeded_globals(seed):
+        return _worker_output(function(*user_args))
+
+
 def _seed(rng: np.random.Generator) -> int:
     return int(rng.integers(2**63))
 
@@ -428,6 +494,13 @@ def _common_args(batch_default: bool) -> list[Arg]:
             to_bool,
         ),
         Arg("synchronize_stream", "accepted for DALI compatibility", True, to_bool),
+        Arg(
+            "timeout",
+            "seconds a batch may take in worker processes before they are stopped and run() "
+            "raises (None: no limit)",
+            None,
+            to_float(0.0),
+        ),
         Arg(
             "parallel",
             'where the calls run: "auto" (worker processes when the pipeline has '
