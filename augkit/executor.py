@@ -58,6 +58,7 @@ class Executor:
         py_num_workers: int = 1,
         py_start_method: str | None = None,
     ) -> None:
+        backend.tune_allocator()
         numbered = sorted({n.id for n in (*trace, *nodes)})
         ordinal = {node_id: k for k, node_id in enumerate(numbered)}
         self.nodes = nodes
@@ -214,15 +215,14 @@ class Executor:
         return outs
 
     def workers(self) -> Any:
-        """The pipeline's pool of worker processes for Python operators, started on first use:
-        ``py_num_workers`` processes (or ``num_threads`` when a Python operator asks for
-        processes and the pipeline set no more than one worker)."""
+        """The pipeline's pool of ``py_num_workers`` worker processes for Python operators,
+        started on first use (with the default of 1, only operators given
+        ``parallel="processes"`` use it)."""
         with self._workers_lock:
             if self._workers is None:
                 from augkit.workers import WorkerPool
 
-                count = self.py_num_workers if self.py_num_workers > 1 else self.num_threads
-                self._workers = WorkerPool(max(count, 1), self._py_start_method)
+                self._workers = WorkerPool(max(self.py_num_workers, 1), self._py_start_method)
             return self._workers
 
     def close(self) -> None:

@@ -122,6 +122,8 @@ from typing import Any, NamedTuple
 import cloudpickle
 import numpy as np
 
+from augkit.backend import tune_allocator
+
 __all__ = ["RemoteError", "WorkerError", "WorkerPool"]
 
 _SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
@@ -392,6 +394,7 @@ def _worker_main(
     del close_in_child[:]
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(expected_ppid)
+    tune_allocator()  # inherited with fork; spawn and forkserver start without it
     _WorkerLoop(conn, prefix).serve()
 
 

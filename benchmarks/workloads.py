@@ -1,28 +1,35 @@
 """The workloads and the contenders that the benchmark times side by side.
 
-Two workloads, both at batch size 32 and both ending in dense uint8 batches of 300×300×3:
+Three workloads, all at batch size 32 on two readers (each sample is a pair of JPEGs), all
+ending in two dense uint8 batches of 32×300×300×3:
 
-- ``a``: decode a JPEG and resize it to 300×300 (Pillow ``BILINEAR``, which is DALI's default
-  linear filter with antialiasing);
-- ``b``: the same for two images (two readers, shuffled), then the tutorial's ``edit_images``
-  on the pair (it swaps the outside of a disc between the two images).
+- ``a``: decode both JPEGs to RGB and resize them to 300×300 (Pillow ``BILINEAR``, which is
+  DALI's default linear filter with antialiasing);
+- ``b``: (a), then the tutorial's ``edit_images`` on the pair as a Python operator (NumPy:
+  it releases the GIL for most of its work);
+- ``c``: (a), then ``blur_patches`` on the pair, a Python function that holds the GIL
+  (pure-Python loops over a 24×24 patch of each image).
 
-Throughput is counted in decoded-and-resized images: a batch of ``b`` holds 32 pairs, that is
-64 images.
+Throughput is counted in decoded-and-resized images: a batch holds 32 pairs, 64 images.
 
-Every contender is a ``Contender``: ``setup()`` (outside the timing), then ``run_pass()`` times
-over, each delivering ``batches`` dense batches and returning how many images they held, and
-``close()``. A pass must leave no work running in the background once it returns, so that
-contenders timed one after the other do not steal each other's cores: the DataLoader is timed
-one whole epoch per pass (its workers stop prefetching at the end of an epoch), and augkit's
-executor computes a batch when ``run()`` asks for it.
+Every contender is a ``Contender``: ``setup()`` (untimed), then ``run_pass()`` once per round,
+each timing ``batches`` batches itself and returning a ``PassTiming``, and ``close()``. A pass
+must leave nothing running once it returns, so that contenders timed one after the other never
+share the cores: augkit's pipeline is closed after every pass (``pipe.close()`` stops its
+threads, prefetching and worker processes; the next pass builds it again), the DataLoader is run
+one whole epoch per pass (its workers stop at the end of an epoch), and DALI's pipeline is built
+afresh for every pass and deleted after it (in its own process, ``dali.py``). Contenders that
+fill a pipeline first (augkit, the DataLoader, DALI) get one untimed batch at the start of each
+pass, and the clock runs from that batch's delivery to the last one's: the steady rate, without
+the start-up latency, which a training loop pays once per epoch at most.
 """
 
 from __future__ import annotations
 
 import io
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,24 +37,16 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from benchmarks.functions import blur_patches, edit_images
+
 BATCH_SIZE = 32
 OUT_SIZE = 300
+NUM_THREADS = 2
+PIPELINE_SEED = 42
 SHUFFLE_SEED = 1234
 JPEG_SUFFIXES = (".jpg", ".jpeg")
 
-
-def edit_images(image1: np.ndarray, image2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The tutorial's Python operator, copied from ``examples/python_operators_tutorial.py``
-    (only type hints and this docstring added): swaps the pixels outside a central disc."""
-    assert image1.shape == image2.shape
-    h, w, c = image1.shape  # noqa: RUF059 (kept as the tutorial wrote it)
-    y, x = np.ogrid[0:h, 0:w]
-    mask = (x - w / 2) ** 2 + (y - h / 2) ** 2 > h * w / 9
-    result1 = np.copy(image1)
-    result1[mask] = image2[mask]
-    result2 = np.copy(image2)
-    result2[mask] = image1[mask]
-    return result1, result2
+PairFunction = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 # --- workloads and data ---------------------------------------------------------------------
@@ -55,11 +54,14 @@ def edit_images(image1: np.ndarray, image2: np.ndarray) -> tuple[np.ndarray, np.
 
 @dataclass(frozen=True)
 class Workload:
-    """One workload: its key in the table, a title, and images per sample (1, or 2: pairs)."""
+    """One workload: its key in the table, a title, and the Python function applied to each
+    pair (``None``: decode + resize only)."""
 
     key: str
     title: str
-    images_per_sample: int
+    function: PairFunction | None
+
+    images_per_sample = 2
 
     @property
     def images_per_batch(self) -> int:
@@ -67,8 +69,9 @@ class Workload:
 
 
 WORKLOADS = {
-    "a": Workload("a", "decode + resize to 300×300", 1),
-    "b": Workload("b", "(a) on two readers + edit_images on the pairs", 2),
+    "a": Workload("a", "two readers, decode + resize to 300×300", None),
+    "b": Workload("b", "(a) + the tutorial's edit_images (NumPy) on the pairs", edit_images),
+    "c": Workload("c", "(a) + blur_patches (pure-Python loops, holds the GIL)", blur_patches),
 }
 
 
@@ -105,18 +108,41 @@ def decode_resize(data: bytes) -> np.ndarray:
     return np.asarray(image.resize((OUT_SIZE, OUT_SIZE), Image.BILINEAR))
 
 
-def decode_resize_pair(data1: bytes, data2: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Workload ``b`` for one sample: two references, then ``edit_images`` on them."""
-    return edit_images(decode_resize(data1), decode_resize(data2))
+def process_pair(
+    function: PairFunction | None, data1: bytes, data2: bytes
+) -> tuple[np.ndarray, np.ndarray]:
+    """One sample of a workload, the plain way: two references, then the workload's function."""
+    image1, image2 = decode_resize(data1), decode_resize(data2)
+    return (image1, image2) if function is None else function(image1, image2)
 
 
 def pair_orders(count: int, seed: int = SHUFFLE_SEED) -> tuple[np.ndarray, np.ndarray]:
-    """Two independent permutations of ``range(count)``: the two shuffled readers of ``b``."""
+    """Two independent permutations of ``range(count)``: the two shuffled readers."""
     rng = np.random.default_rng(seed)
     return rng.permutation(count), rng.permutation(count)
 
 
+def check_batch(array: np.ndarray, who: str) -> int:
+    """The number of images of a delivered batch, after checking that it is what every
+    contender must deliver (32×300×300×3 uint8)."""
+    if array.shape != (BATCH_SIZE, OUT_SIZE, OUT_SIZE, 3) or array.dtype != np.uint8:
+        raise ValueError(f"{who}: delivered a batch of {array.shape} {array.dtype}")
+    return len(array)
+
+
 # --- contenders ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PassTiming:
+    """One timed pass: images delivered in ``seconds``."""
+
+    images: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.images / self.seconds
 
 
 class Contender:
@@ -124,7 +150,7 @@ class Contender:
 
     Args:
         workload: what to compute.
-        batches: dense batches delivered by one ``run_pass()``.
+        batches: timed batches per ``run_pass()``.
     """
 
     label: str = ""
@@ -133,15 +159,12 @@ class Contender:
         self.workload = workload
         self.batches = batches
 
-    @property
-    def images_per_pass(self) -> int:
-        return self.batches * self.workload.images_per_batch
-
     def setup(self) -> None:
         """Prepare everything that is not timed (processes, pipelines, graphs)."""
 
-    def run_pass(self) -> int:
-        """Deliver ``batches`` dense batches; return the number of images they hold."""
+    def run_pass(self) -> PassTiming:
+        """Deliver ``batches`` dense batches (plus untimed ones at the start if needed), leave
+        nothing running, and return the timing."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -149,7 +172,9 @@ class Contender:
 
 
 class PlainPython(Contender):
-    """A loop in this process: Pillow decode + resize per image, ``np.stack`` per batch."""
+    """A loop in this process: Pillow decode + resize of both images of each pair, the
+    workload's function on the pair, ``np.stack`` per batch. Nothing to fill: all of the pass
+    is timed."""
 
     label = "plain Python, 1 process"
 
@@ -159,36 +184,28 @@ class PlainPython(Contender):
         self.order1, self.order2 = pair_orders(len(self.data))
         self.cursor = 0
 
-    def _next_indices(self) -> range:
-        start = self.cursor
-        self.cursor += BATCH_SIZE
-        return range(start, start + BATCH_SIZE)
-
-    def run_pass(self) -> int:
-        n, data = len(self.data), self.data
+    def run_pass(self) -> PassTiming:
+        n, data, function = len(self.data), self.data, self.workload.function
         delivered = 0
+        start = time.perf_counter()
         for _ in range(self.batches):
-            indices = self._next_indices()
-            if self.workload.key == "a":
-                batch = np.stack([decode_resize(data[i % n]) for i in indices])
-                delivered += len(batch)
-            else:
-                pairs = [
-                    decode_resize_pair(data[self.order1[i % n]], data[self.order2[i % n]])
-                    for i in indices
-                ]
-                batch1 = np.stack([p[0] for p in pairs])
-                batch2 = np.stack([p[1] for p in pairs])
-                delivered += len(batch1) + len(batch2)
-        return delivered
+            indices = range(self.cursor, self.cursor + BATCH_SIZE)
+            self.cursor += BATCH_SIZE
+            pairs = [
+                process_pair(function, data[self.order1[i % n]], data[self.order2[i % n]])
+                for i in indices
+            ]
+            delivered += len(np.stack([p[0] for p in pairs]))
+            delivered += len(np.stack([p[1] for p in pairs]))
+        return PassTiming(delivered, time.perf_counter() - start)
 
 
 class _BenchDataset:
-    """Map-style dataset of workload ``a`` (one image per item) or ``b`` (one pair per item)
-    over bytes held in memory; ``length`` items, cycling through the files."""
+    """Map-style dataset of a workload (one pair per item) over bytes held in memory;
+    ``length`` items, cycling through the files."""
 
-    def __init__(self, key: str, data: list[bytes], length: int) -> None:
-        self.key = key
+    def __init__(self, workload: Workload, data: list[bytes], length: int) -> None:
+        self.function = workload.function
         self.data = data
         self.length = length
         self.order1, self.order2 = pair_orders(len(data))
@@ -196,11 +213,9 @@ class _BenchDataset:
     def __len__(self) -> int:
         return self.length
 
-    def __getitem__(self, index: int) -> Any:
-        i = index % len(self.data)
-        if self.key == "a":
-            return decode_resize(self.data[i])
-        return decode_resize_pair(self.data[self.order1[i]], self.data[self.order2[i]])
+    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        i = index % len(self.data)  # the sampler's indices run on from epoch to epoch
+        return process_pair(self.function, self.data[self.order1[i]], self.data[self.order2[i]])
 
 
 def _stack_shared(arrays: Sequence[np.ndarray]) -> Any:
@@ -219,11 +234,26 @@ def _stack_shared(arrays: Sequence[np.ndarray]) -> Any:
     return out
 
 
-def stack_collate(items: list[Any]) -> Any:
-    """The DataLoader's collate: items are arrays (``a``) or pairs of arrays (``b``)."""
-    if isinstance(items[0], tuple):
-        return tuple(_stack_shared(group) for group in zip(*items, strict=True))
-    return _stack_shared(items)
+def stack_collate(items: list[tuple[np.ndarray, np.ndarray]]) -> tuple[Any, ...]:
+    """The DataLoader's collate: pairs of arrays into a pair of stacked tensors."""
+    return tuple(_stack_shared(group) for group in zip(*items, strict=True))
+
+
+class _ContinuingSampler:
+    """The DataLoader's sampler: each epoch takes the next ``length`` indices (the dataset
+    wraps them around), so that successive passes go through the files as the other
+    contenders do, instead of repeating the same first ones. It runs in the main process."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+        self.start = 0
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __iter__(self) -> Any:
+        start, self.start = self.start, self.start + self.length
+        return iter(range(start, start + self.length))
 
 
 def _worker_init(worker_id: int) -> None:
@@ -235,7 +265,8 @@ def _worker_init(worker_id: int) -> None:
 
 class TorchLoader(Contender):
     """``torch.utils.data.DataLoader`` with worker processes and persistent workers; one pass
-    is one epoch of a dataset of ``batches`` batches (workers stop at the epoch's end)."""
+    is one epoch of ``batches + 1`` batches (workers stop at the epoch's end), timed from the
+    first batch's delivery."""
 
     def __init__(
         self, workload: Workload, batches: int, files: Sequence[BenchFile], workers: int = 2
@@ -243,28 +274,34 @@ class TorchLoader(Contender):
         super().__init__(workload, batches)
         self.data = [f.data for f in files]
         self.workers = workers
-        self.label = f"torch DataLoader, {workers} workers"
+        self.label = f"torch DataLoader, num_workers={workers}"
         self.loader: Any = None
 
     def setup(self) -> None:
+        """Make the DataLoader and start its workers with one untimed epoch."""
         from torch.utils.data import DataLoader
 
-        dataset = _BenchDataset(self.workload.key, self.data, self.batches * BATCH_SIZE)
+        length = (self.batches + 1) * BATCH_SIZE
         self.loader = DataLoader(
-            dataset,  # type: ignore[arg-type]
+            _BenchDataset(self.workload, self.data, length),  # type: ignore[arg-type]
             batch_size=BATCH_SIZE,
+            sampler=_ContinuingSampler(length),
             num_workers=self.workers,
             persistent_workers=True,
             collate_fn=stack_collate,
             worker_init_fn=_worker_init,
         )
+        self.run_pass()
 
-    def run_pass(self) -> int:
-        delivered = 0
-        for batch in self.loader:
-            parts = batch if isinstance(batch, tuple) else (batch,)
-            delivered += sum(len(p.numpy()) for p in parts)
-        return delivered
+    def run_pass(self) -> PassTiming:
+        delivered, start = 0, 0.0
+        for k, batch in enumerate(self.loader):
+            images = sum(check_batch(part.numpy(), self.label) for part in batch)
+            if k == 0:
+                start = time.perf_counter()
+            else:
+                delivered += images
+        return PassTiming(delivered, time.perf_counter() - start)
 
     def close(self) -> None:
         # Dropping the last iterator shuts the persistent workers down.
@@ -272,57 +309,95 @@ class TorchLoader(Contender):
 
 
 def build_augkit_pipeline(
-    key: str, file_root: Path, num_threads: int, shuffle: bool = True, seed: int = 42
+    workload: Workload,
+    file_root: Path,
+    num_threads: int = NUM_THREADS,
+    py_num_workers: int | None = None,
+    seed: int = PIPELINE_SEED,
 ) -> Any:
-    """The augkit pipeline of workload ``key``, written as a user would write it."""
+    """The augkit pipeline of ``workload``, written as a user would write it: two shuffled
+    readers, decode, resize, and the workload's function as ``fn.python_function``.
+    ``py_num_workers=None`` leaves augkit's default."""
     from augkit import fn, pipeline_def, types
 
-    @pipeline_def(batch_size=BATCH_SIZE, num_threads=num_threads, device_id=None, seed=seed)
-    def resize_pipeline(root: str, random_shuffle: bool) -> Any:
-        jpegs, _ = fn.readers.file(file_root=root, random_shuffle=random_shuffle)
-        images = fn.decoders.image(jpegs, output_type=types.RGB)
-        return fn.resize(images, resize_x=OUT_SIZE, resize_y=OUT_SIZE)
+    extra = {} if py_num_workers is None else {"py_num_workers": py_num_workers}
+    function = workload.function
 
-    @pipeline_def(batch_size=BATCH_SIZE, num_threads=num_threads, device_id=None, seed=seed)
-    def swap_pipeline(root: str) -> Any:
-        jpegs1, _ = fn.readers.file(file_root=root, random_shuffle=True)
-        jpegs2, _ = fn.readers.file(file_root=root, random_shuffle=True)
-        images = [
-            fn.resize(
-                fn.decoders.image(jpegs, output_type=types.RGB),
-                resize_x=OUT_SIZE,
-                resize_y=OUT_SIZE,
-            )
-            for jpegs in (jpegs1, jpegs2)
-        ]
-        return fn.python_function(*images, function=edit_images, num_outputs=2)
+    @pipeline_def(
+        batch_size=BATCH_SIZE, num_threads=num_threads, device_id=None, seed=seed, **extra
+    )
+    def pairs(root: str) -> Any:
+        images = []
+        for _ in range(2):
+            jpegs, _ = fn.readers.file(file_root=root, random_shuffle=True)
+            decoded = fn.decoders.image(jpegs, output_type=types.RGB)
+            images.append(fn.resize(decoded, resize_x=OUT_SIZE, resize_y=OUT_SIZE))
+        if function is None:
+            return tuple(images)
+        out1, out2 = fn.python_function(*images, function=function, num_outputs=2)
+        return out1, out2
 
-    root = str(file_root)
-    pipe = resize_pipeline(root, shuffle) if key == "a" else swap_pipeline(root)
+    pipe = pairs(str(file_root))
     pipe.build()
     return pipe
 
 
+def augkit_default_py_num_workers() -> Any:
+    """The default of ``Pipeline``'s ``py_num_workers`` argument (``None`` if it has none)."""
+    import inspect
+
+    from augkit import Pipeline
+
+    parameter = inspect.signature(Pipeline).parameters.get("py_num_workers")
+    return None if parameter is None else parameter.default
+
+
 class AugkitPipeline(Contender):
     """An augkit pipeline reading the files with ``fn.readers.file``; each batch's outputs are
-    turned into dense arrays (``as_array()``), as the other contenders deliver them."""
+    turned into dense arrays (``as_array()``), as the other contenders deliver them. Every
+    pass runs one untimed batch, times ``batches`` batches, then closes the pipeline (untimed)
+    so that no prefetching or worker process runs into the next contender's pass."""
 
-    def __init__(self, workload: Workload, batches: int, file_root: Path, threads: int) -> None:
+    def __init__(
+        self,
+        workload: Workload,
+        batches: int,
+        file_root: Path,
+        threads: int = NUM_THREADS,
+        py_num_workers: int | None = None,
+        label: str | None = None,
+    ) -> None:
         super().__init__(workload, batches)
         self.file_root = file_root
         self.threads = threads
-        self.label = f"augkit, num_threads={threads}"
+        self.py_num_workers = py_num_workers
+        if label is None:
+            label = "augkit, default" if py_num_workers is None else "augkit"
+            if threads != NUM_THREADS:
+                label += f", num_threads={threads}"
+            if py_num_workers is not None:
+                label += f", py_num_workers={py_num_workers}"
+        self.label = label
         self.pipe: Any = None
 
     def setup(self) -> None:
-        self.pipe = build_augkit_pipeline(self.workload.key, self.file_root, self.threads)
+        self.pipe = build_augkit_pipeline(
+            self.workload, self.file_root, self.threads, self.py_num_workers
+        )
+        self.pipe.close()  # built and checked; every pass starts it again
 
-    def run_pass(self) -> int:
-        delivered = 0
-        for _ in range(self.batches):
-            for out in self.pipe.run():
-                delivered += len(out.as_array())
-        return delivered
+    def _batch(self) -> int:
+        return sum(check_batch(out.as_array(), self.label) for out in self.pipe.run())
+
+    def run_pass(self) -> PassTiming:
+        try:
+            self._batch()  # untimed: starts the pipeline (threads, workers, prefetching)
+            start = time.perf_counter()
+            delivered = sum(self._batch() for _ in range(self.batches))
+            seconds = time.perf_counter() - start
+        finally:
+            self.pipe.close()
+        return PassTiming(delivered, seconds)
 
     def close(self) -> None:
         if self.pipe is not None:
@@ -335,7 +410,7 @@ class AugkitPipeline(Contender):
 
 @dataclass(frozen=True)
 class Accuracy:
-    """augkit's workload ``a`` against the plain-Python reference, file by file."""
+    """augkit's decode + resize against the plain-Python reference, file by file."""
 
     files: int
     mean_abs_diff: float
@@ -347,10 +422,20 @@ class Accuracy:
 def measure_accuracy(
     file_root: Path, files: Sequence[BenchFile], limit: int | None = None
 ) -> Accuracy:
-    """Mean |difference| over all pixels between augkit's decode + resize (reader in file order,
-    no shuffle) and ``decode_resize`` of the same file, matched by ``source_info``."""
+    """Mean |difference| over all pixels between augkit's decode + resize (one reader in file
+    order, default settings, ``num_threads=2``) and ``decode_resize`` of the same file, matched
+    by ``source_info``."""
+    from augkit import fn, pipeline_def, types
+
+    @pipeline_def(batch_size=BATCH_SIZE, num_threads=NUM_THREADS, device_id=None, seed=1)
+    def in_order(root: str) -> Any:
+        jpegs, _ = fn.readers.file(file_root=root, random_shuffle=False)
+        images = fn.decoders.image(jpegs, output_type=types.RGB)
+        return fn.resize(images, resize_x=OUT_SIZE, resize_y=OUT_SIZE)
+
     reference = {f.name: f.data for f in files}
-    pipe = build_augkit_pipeline("a", file_root, num_threads=2, shuffle=False)
+    pipe = in_order(str(file_root))
+    pipe.build()
     total, pixels, worst, worst_name, max_diff, count = 0.0, 0, -1.0, "", 0, 0
     try:
         for (batch,) in pipe.epoch(last_batch_policy="partial"):
@@ -375,3 +460,123 @@ def measure_accuracy(
     finally:
         pipe.close()
     return Accuracy(count, total / max(pixels, 1), worst, worst_name, max_diff)
+
+
+# --- python_function overhead ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """Per-sample cost of ``fn.python_function`` with a trivial function, in µs."""
+
+    label: str
+    without_us: float
+    with_us: float
+
+    @property
+    def overhead_us(self) -> float:
+        return self.with_us - self.without_us
+
+
+def measure_direct_call(size: int = 16, calls: int = 200_000) -> float:
+    """µs per direct call of ``trivial`` on a small array (the best of three timings)."""
+    import timeit
+
+    from benchmarks.functions import trivial
+
+    array = np.random.default_rng(0).uniform(size=size).astype(np.float32)
+    best = min(timeit.repeat(lambda: trivial(array), number=calls, repeat=3))
+    return best / calls * 1e6
+
+
+def measure_augkit_overhead(
+    label: str, batches: int, size: int = 16, py_num_workers: int | None = None
+) -> Overhead:
+    """µs per sample of ``fn.random.uniform(shape=[size]) -> fn.python_function(trivial)``
+    and of the same pipeline without the Python operator; each the best of three timings of
+    ``batches`` batches after ten untimed ones, the pipeline closed in between."""
+    from augkit import fn, pipeline_def
+    from benchmarks.functions import trivial
+
+    extra = {} if py_num_workers is None else {"py_num_workers": py_num_workers}
+    per_sample = {}
+    for with_function in (False, True):
+
+        @pipeline_def(
+            batch_size=BATCH_SIZE, num_threads=NUM_THREADS, device_id=None, seed=1, **extra
+        )
+        def small(with_function: bool = with_function) -> Any:
+            values = fn.random.uniform(range=[0.0, 1.0], shape=[size])
+            return fn.python_function(values, function=trivial) if with_function else values
+
+        pipe = small()
+        pipe.build()
+        try:
+            for _ in range(10):
+                pipe.run()
+            best = float("inf")
+            for _ in range(3):
+                start = time.perf_counter()
+                for _ in range(batches):
+                    pipe.run()
+                best = min(best, time.perf_counter() - start)
+        finally:
+            pipe.close()
+        per_sample[with_function] = best / (batches * BATCH_SIZE) * 1e6
+    return Overhead(label, per_sample[False], per_sample[True])
+
+
+@dataclass
+class Scaling:
+    """Workload (c)'s Python function alone, in 1 and 2 worker processes: ms per batch."""
+
+    one_ms: float
+    two_ms: float
+
+    @property
+    def ratio(self) -> float:
+        return self.one_ms / self.two_ms
+
+
+def measure_worker_scaling(batches: int, rounds: int = 3) -> Scaling:
+    """Worker scaling on (c)'s function: a pipeline that feeds 32 pairs of 300x300 images
+    (already decoded, through ``fn.external_source``) to ``blur_patches`` with
+    ``parallel="processes"``, with ``py_num_workers`` 1 and 2, interleaved; the best of
+    ``rounds`` timings of ``batches`` batches each."""
+    from augkit import Pipeline, fn
+    from benchmarks.functions import blur_patches
+
+    rng = np.random.default_rng(0)
+    images = [rng.integers(0, 256, (300, 300, 3), dtype=np.uint8) for _ in range(BATCH_SIZE)]
+    pipes = {}
+    for workers in (1, 2):
+        pipe = Pipeline(
+            batch_size=BATCH_SIZE,
+            num_threads=NUM_THREADS,
+            device_id=None,
+            seed=1,
+            py_num_workers=workers,
+        )
+        with pipe:
+            first = fn.external_source(source=lambda: images)
+            second = fn.external_source(source=lambda: images[::-1])
+            pipe.set_outputs(
+                *fn.python_function(
+                    first, second, function=blur_patches, num_outputs=2, parallel="processes"
+                )
+            )
+        pipes[workers] = pipe
+    best = {1: float("inf"), 2: float("inf")}
+    try:
+        for pipe in pipes.values():
+            pipe.run()
+        for _ in range(rounds):
+            for workers, pipe in pipes.items():
+                start = time.perf_counter()
+                for _ in range(batches):
+                    pipe.run()
+                best[workers] = min(best[workers], (time.perf_counter() - start) / batches)
+    finally:
+        for pipe in pipes.values():
+            pipe.close()
+    return Scaling(best[1] * 1e3, best[2] * 1e3)
