@@ -10,8 +10,10 @@ number.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from augkit import backend
@@ -20,6 +22,75 @@ from augkit.graph import DataNode, OperatorNode
 from augkit.operators.base import OperatorImpl, RunContext, SourceOperator
 from augkit.random import operator_seed
 from augkit.tensors import TensorList
+
+
+class Timings:
+    """Wall time of each operator: the last iteration's and the running total (what
+    ``Pipeline.profile()`` reports)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.last: dict[str, float] = {}
+        self.total: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self.kinds: dict[str, str] = {}
+
+    def add(self, name: str, kind: str, seconds: float) -> None:
+        with self._lock:
+            self.last[name] = seconds
+            self.total[name] = self.total.get(name, 0.0) + seconds
+            self.calls[name] = self.calls.get(name, 0) + 1
+            self.kinds[name] = kind
+
+
+@dataclass
+class Profile:
+    """Per-operator wall time: ``rows`` (plain dicts: operator, kind, last_ms, mean_ms,
+    total_ms, calls), slowest first by mean. Shows itself as a table (text and HTML).
+
+    With the pipelined executor, operators of several iterations run at once, so the times of
+    different operators overlap: compare them with one another, not with the batch time.
+    """
+
+    rows: list[dict[str, Any]]
+
+    def __repr__(self) -> str:
+        header = f"{'operator':<28} {'kind':<24} {'last ms':>9} {'mean ms':>9} {'calls':>6}"
+        lines = [header, "-" * len(header)]
+        for row in self.rows:
+            lines.append(
+                f"{row['operator']:<28} {row['kind']:<24} {row['last_ms']:>9.2f} "
+                f"{row['mean_ms']:>9.2f} {row['calls']:>6}"
+            )
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        cells = "".join(
+            f"<tr><td>{r['operator']}</td><td>{r['kind']}</td><td>{r['last_ms']:.2f}</td>"
+            f"<td>{r['mean_ms']:.2f}</td><td>{r['calls']}</td></tr>"
+            for r in self.rows
+        )
+        return (
+            "<table><tr><th>operator</th><th>kind</th><th>last ms</th><th>mean ms</th>"
+            f"<th>calls</th></tr>{cells}</table>"
+        )
+
+
+def profile_of(timings: Timings) -> Profile:
+    with timings._lock:
+        rows = [
+            {
+                "operator": name,
+                "kind": timings.kinds[name],
+                "last_ms": timings.last[name] * 1e3,
+                "mean_ms": timings.total[name] / timings.calls[name] * 1e3,
+                "total_ms": timings.total[name] * 1e3,
+                "calls": timings.calls[name],
+            }
+            for name in timings.total
+        ]
+    rows.sort(key=lambda r: r["mean_ms"], reverse=True)
+    return Profile(rows)
 
 
 def collect(outputs: Sequence[DataNode], trace: Sequence[OperatorNode]) -> list[OperatorNode]:
@@ -79,6 +150,7 @@ class Executor:
         self._py_start_method = py_start_method
         self._workers: Any = None
         self._workers_lock = threading.Lock()
+        self.timings = Timings()
 
     def _check_devices(self, nodes: list[OperatorNode]) -> None:
         for node in nodes:
@@ -200,14 +272,15 @@ class Executor:
         values, size, _ = self.read(iteration, batch_size, partial)
         return self.compute(iteration, size, values)
 
-    @staticmethod
-    def _call(node: OperatorNode, work: Callable[[], list[TensorList]]) -> list[TensorList]:
+    def _call(self, node: OperatorNode, work: Callable[[], list[TensorList]]) -> list[TensorList]:
+        start = time.perf_counter()
         try:
             outs = work()
         except (AugkitError, StopIteration):
             raise
         except Exception as exc:
             raise OperatorError(f"{type(exc).__name__}: {exc}", operator=node.name) from exc
+        self.timings.add(node.name, node.schema.class_name, time.perf_counter() - start)
         if len(outs) != len(node.outputs):
             raise OperatorError(
                 f"produced {len(outs)} outputs, expected {len(node.outputs)}", operator=node.name

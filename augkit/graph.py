@@ -33,6 +33,14 @@ def tracing(nodes: list[OperatorNode]) -> Iterator[list[OperatorNode]]:
         stack.pop()
 
 
+def _session() -> Any:
+    """The debug session running nodes as they are made, if one is active (duck-typed: it is
+    the recorder that can turn a user's array into a node)."""
+    stack = _local.__dict__.get("stack")
+    recorder = stack[-1] if stack else None
+    return recorder if hasattr(recorder, "constant") else None
+
+
 def _record(node: OperatorNode) -> None:
     stack = _local.__dict__.get("stack")
     if stack:
@@ -42,16 +50,34 @@ def _record(node: OperatorNode) -> None:
 class DataNode:
     """One output of one operator in a pipeline's graph (DALI's ``DataNode``).
 
-    It holds no data: pass it to other operators, or return it from ``define_graph`` (or give it
-    to ``set_outputs``) to get its batch from ``Pipeline.run()``.
+    In a normal pipeline it holds no data: pass it to other operators, or return it from
+    ``define_graph`` (or give it to ``set_outputs``) to get its batch from ``Pipeline.run()``.
+    In debug mode it holds its batch: ``node.get()``, and ``print(node)`` describes it.
     """
 
-    __slots__ = ("device", "index", "source")
+    __slots__ = ("device", "index", "source", "value")
 
     def __init__(self, source: OperatorNode, index: int, device: str) -> None:
         self.source = source
         self.index = index
         self.device = device
+        self.value: Any = None
+
+    def get(self) -> Any:
+        """This output's batch (a TensorList), in debug mode.
+
+        Raises:
+            GraphError: in a normal pipeline, where nodes hold no data.
+        """
+        if self.value is None:
+            from augkit.errors import GraphError
+
+            raise GraphError(
+                f"{self.name} holds no batch: only nodes of a debug pipeline do "
+                f"(Pipeline(..., debug=True) or @pipeline_def(debug=True)); in a normal "
+                f"pipeline, make it an output"
+            )
+        return self.value
 
     @property
     def name(self) -> str:
@@ -67,7 +93,16 @@ class DataNode:
         return self if self.device == "cpu" else _transfer("_to_cpu", self)
 
     def __repr__(self) -> str:
-        return f"DataNode(name={self.name!r}, device={self.device!r})"
+        if self.value is None:
+            return f"DataNode(name={self.name!r}, device={self.device!r})"
+        batch = self.value
+        shapes = batch.shape()
+        shown = shapes if len(shapes) <= 4 else [*shapes[:3], "...", shapes[-1]]
+        return (
+            f"DataNode(name={self.name!r}, operator={self.source.schema.class_name!r}, "
+            f"dtype={batch.dtype.name}, layout={batch.layout()!r}, batch_size={len(batch)}, "
+            f"device={self.device!r}, shapes={shown})"
+        ).replace("'...'", "...")
 
 
 def _transfer(schema_name: str, node: DataNode) -> DataNode:
@@ -89,6 +124,7 @@ class OperatorNode:
         args: dict[str, Any],
         arg_nodes: dict[str, DataNode],
         inputs: list[DataNode],
+        record: bool = True,
     ) -> None:
         self.id = next(_ids)
         # The node whose ordinal gives this node's seed: itself, or the first node of the same
@@ -102,7 +138,8 @@ class OperatorNode:
         self.name: str = args.get("name") or f"{schema.class_name.split('.')[-1]}_{self.id}"
         out_device = "gpu" if device in ("gpu", "mixed") else "cpu"
         self.outputs = [DataNode(self, k, out_device) for k in range(schema.outputs_for(args))]
-        _record(self)
+        if record:
+            _record(self)
 
     def parents(self) -> list[OperatorNode]:
         return [d.source for d in (*self.inputs, *self.arg_nodes.values())]
@@ -185,6 +222,8 @@ class Operator:
     ) -> list[DataNode]:
         schema = self.schema
         for k, node in enumerate(inputs):
+            if not isinstance(node, DataNode) and _session() is not None:
+                node = inputs[k] = _session().constant(node)
             if not isinstance(node, DataNode):
                 raise ArgumentError(
                     f"{schema.class_name}: input {k} must be the output of another operator "

@@ -43,8 +43,9 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
+from augkit.debug import DebugSession, outputs_of
 from augkit.errors import ArgumentError, GraphError
-from augkit.executor import Executor, collect
+from augkit.executor import Executor, Profile, collect, profile_of
 from augkit.graph import DataNode, OperatorNode, tracing
 from augkit.prefetch import Prefetcher
 from augkit.random import resolve_seed
@@ -99,6 +100,7 @@ class Pipeline:
         output_ndim: Any = None,
         exec_dynamic: bool = False,
         experimental_exec_dynamic: bool = False,
+        debug: bool = False,
     ) -> None:
         self._batch_size = _positive_or_unset("batch_size", batch_size)
         threads = _positive_or_unset("num_threads", num_threads)
@@ -134,6 +136,9 @@ class Pipeline:
             "output_ndim": output_ndim,
             "exec_dynamic": exec_dynamic or experimental_exec_dynamic,
         }
+        self._debug = bool(debug)
+        self._definition: Callable[[], Any] | None = None
+        self._session: DebugSession | None = None
         self._trace: list[OperatorNode] = []
         self._outputs: list[DataNode] | None = None
         self._executor: Executor | None = None
@@ -219,6 +224,9 @@ class Pipeline:
             raise ArgumentError(
                 "Pipeline: batch_size must be set before build(), e.g. Pipeline(batch_size=8, ...)"
             )
+        if self._debug:
+            self._build_debug()
+            return
         if self._outputs is None:
             with tracing(self._trace):
                 Pipeline._current.append(self)
@@ -230,7 +238,12 @@ class Pipeline:
                 outputs = (outputs,)
             self._outputs = _check_outputs(outputs, "define_graph()")
         nodes = collect(self._outputs, self._trace)
-        self._executor = Executor(
+        self._executor = self._executor_for(nodes)
+        self._consumed_states = self._executor.states()
+
+    def _executor_for(self, nodes: list[OperatorNode]) -> Executor:
+        start_method = self._exec_settings["py_start_method"]
+        return Executor(
             nodes,
             self._trace,
             self._seed,
@@ -239,11 +252,22 @@ class Pipeline:
             self._exec_settings["py_num_workers"],
             # DALI's default "fork" means: fork where it is safe (no CUDA context), else a
             # clean fallback (augkit.workers); an explicit "spawn"/"forkserver" is kept.
-            None
-            if self._exec_settings["py_start_method"] == "fork"
-            else (self._exec_settings["py_start_method"]),
+            None if start_method == "fork" else start_method,
         )
-        self._consumed_states = self._executor.states()
+
+    def _build_debug(self) -> None:
+        if self._definition is None:
+            if self._outputs is not None:
+                raise GraphError(
+                    "debug mode runs the definition again on every run(), so it needs one: use "
+                    "@pipeline_def(debug=True) or a define_graph() method instead of "
+                    "'with pipe: pipe.set_outputs(...)'"
+                )
+            self._definition = self.define_graph
+        self._executor = self._executor_for([])
+        self._session = DebugSession(
+            self._executor, self._seed, self._batch_size, self._executor.timings
+        )
 
     def run(self) -> tuple[TensorList, ...]:
         """Compute the next batch; returns one TensorList per output.
@@ -267,6 +291,8 @@ class Pipeline:
 
     def _run(self, partial: bool, lead: str | None = None) -> tuple[TensorList, ...]:
         self.build()
+        if self._session is not None:
+            return self._run_debug(partial)
         assert self._executor is not None and self._outputs is not None
         if self._asynchronous():
             values = self._run_prefetched(partial, lead)
@@ -275,6 +301,21 @@ class Pipeline:
             self._iteration += 1
             values = self._executor.run(iteration, self._batch_size, partial)
         return tuple(values[d] for d in self._outputs)
+
+    def _run_debug(self, partial: bool) -> tuple[TensorList, ...]:
+        assert self._session is not None and self._definition is not None
+        iteration = self._iteration
+        self._iteration += 1
+        self._session.begin(iteration, partial)
+        with tracing(self._session):  # type: ignore[arg-type]
+            Pipeline._current.append(self)
+            try:
+                outputs = self._definition()
+            finally:
+                Pipeline._current.remove(self)
+        if isinstance(outputs, DataNode):
+            outputs = (outputs,)
+        return outputs_of(_check_outputs(outputs, "the pipeline's definition"))
 
     def _asynchronous(self) -> bool:
         """Whether iterations are computed ahead in the background: with DALI's defaults
@@ -321,27 +362,54 @@ class Pipeline:
             assert self._executor is not None
             self._executor.set_states(self._consumed_states)
 
+    def _readers(self) -> dict[str, Any]:
+        """The readers by name: the graph's, or in debug mode those made so far."""
+        if self._session is not None:
+            return self._session.readers()
+        return self._executor.readers() if self._executor is not None else {}
+
+    def _lead(self, name: str | None) -> Any:
+        """The reader ``name`` (default: the first), or None in debug mode before the first
+        run() has made the readers."""
+        readers = self._readers()
+        if not readers and self._session is not None:
+            return None
+        if name is None and readers:
+            return next(iter(readers.values()))
+        if name in readers:
+            return readers[name]
+        known = ", ".join(readers) or "none"
+        raise GraphError(
+            f"no reader named {name!r} in this pipeline (readers: {known})"
+            if name
+            else "this pipeline has no reader, so it has no epochs; call run() instead"
+        )
+
     def _reader_state(self, name: str) -> Any:
-        assert self._executor is not None
         if self._prefetcher is not None:
             return self._consumed_states[name]
-        return self._executor.readers()[name].get_state()
+        return self._readers()[name].get_state()
 
     def reset(self) -> None:
         """End the current epoch: every reader starts its next epoch from its first sample."""
         self._scheduled.clear()
         self._rewind()
-        if self._executor is not None:
-            for reader in self._executor.readers().values():
-                reader.reset()
+        for reader in self._readers().values():
+            reader.reset()
+
+    def profile(self) -> Profile:
+        """Wall time per operator: the last iteration's and the mean over every run so far
+        (debug and normal mode). ``profile().rows`` is a list of plain dicts."""
+        return profile_of(self._executor.timings) if self._executor else Profile([])
 
     def epoch_size(self, name: str | None = None) -> int | dict[str, int]:
         """Samples in one epoch of the reader ``name``, or ``{name: size}`` for every reader."""
         self.build()
-        assert self._executor is not None
+        if self._session is not None and not self._readers():
+            raise GraphError("in debug mode the readers exist once run() has run the definition")
         if name is not None:
-            return self._executor.source(name).epoch_size()
-        return {n: r.epoch_size() for n, r in self._executor.readers().items()}
+            return self._lead(name).epoch_size()
+        return {n: r.epoch_size() for n, r in self._readers().items()}
 
     def epoch(
         self, last_batch_policy: str = "fill", reader_name: str | None = None
@@ -357,20 +425,22 @@ class Pipeline:
                 f"got {last_batch_policy!r}"
             )
         self.build()
-        assert self._executor is not None
-        lead = self._executor.source(reader_name)
-        return self._epoch(lead, last_batch_policy)
+        self._lead(reader_name)  # no such reader: raise now, not at the first next()
+        return self._epoch(reader_name, last_batch_policy)
 
-    def _epoch(self, lead: Any, policy: str) -> Iterator[tuple[TensorList, ...]]:
+    def _epoch(self, reader_name: str | None, policy: str) -> Iterator[tuple[TensorList, ...]]:
         try:
-            if lead.left_in_epoch(self._reader_state(lead.name)) == 0:
+            lead = self._lead(reader_name)
+            if lead is not None and lead.left_in_epoch(self._reader_state(lead.name)) == 0:
                 # run() stopped exactly at the end of an epoch: this loop is the next epoch.
                 self.reset()
             while True:
-                left = lead.left_in_epoch(self._reader_state(lead.name))
-                if left == 0 or (policy == "drop" and left < self._batch_size):
-                    return
-                yield self._run(partial=policy == "partial", lead=lead.name)
+                if lead is not None:
+                    left = lead.left_in_epoch(self._reader_state(lead.name))
+                    if left == 0 or (policy == "drop" and left < self._batch_size):
+                        return
+                yield self._run(partial=policy == "partial", lead=lead.name if lead else None)
+                lead = lead or self._lead(reader_name)
         finally:
             self.reset()
 
@@ -449,6 +519,9 @@ def pipeline_def(fn: Callable[..., Any] | None = None, **pipeline_kwargs: Any) -
                 if key in _PIPELINE_ARGS and key not in func_params:
                     settings[key] = kwargs.pop(key)
             pipe = Pipeline(**settings)
+            if pipe._debug:
+                pipe._definition = functools.partial(func, *args, **kwargs)
+                return pipe
             with pipe:
                 outputs = func(*args, **kwargs)
                 if isinstance(outputs, DataNode):

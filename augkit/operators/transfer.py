@@ -42,3 +42,25 @@ register(
         module="internal",
     )
 )
+
+
+class _Constant(OperatorImpl):
+    """A batch a user handed an operator in debug mode; the debug session sets its value."""
+
+    def run(
+        self, ctx: RunContext, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList]:
+        raise RuntimeError("constant nodes hold their batch; they are never run")
+
+
+register(
+    OperatorSchema(
+        "_constant",
+        "_Constant",
+        _Constant,
+        "A user's batch, in debug mode.",
+        min_inputs=0,
+        max_inputs=0,
+        module="internal",
+    )
+)
