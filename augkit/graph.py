@@ -92,6 +92,34 @@ class DataNode:
         """This output copied to the host (itself when it is already there)."""
         return self if self.device == "cpu" else _transfer("_to_cpu", self)
 
+    # --- arithmetic (augkit.operators.arithmetic): node <op> node, node <op> constant -------
+    def __add__(self, other: Any) -> Any:
+        return _expression("add", self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return _expression("add", other, self)
+
+    def __sub__(self, other: Any) -> Any:
+        return _expression("sub", self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return _expression("sub", other, self)
+
+    def __mul__(self, other: Any) -> Any:
+        return _expression("mul", self, other)
+
+    def __rmul__(self, other: Any) -> Any:
+        return _expression("mul", other, self)
+
+    def __truediv__(self, other: Any) -> Any:
+        return _expression("truediv", self, other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return _expression("truediv", other, self)
+
+    def __neg__(self) -> Any:
+        return _expression("sub", 0, self)
+
     def __repr__(self) -> str:
         if self.value is None:
             return f"DataNode(name={self.name!r}, device={self.device!r})"
@@ -103,6 +131,12 @@ class DataNode:
             f"dtype={batch.dtype.name}, layout={batch.layout()!r}, batch_size={len(batch)}, "
             f"device={self.device!r}, shapes={shown})"
         ).replace("'...'", "...")
+
+
+def _expression(op: str, left: Any, right: Any) -> Any:
+    from augkit.operators.arithmetic import expression
+
+    return expression(op, left, right)
 
 
 def _transfer(schema_name: str, node: DataNode) -> DataNode:

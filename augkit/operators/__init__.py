@@ -4,6 +4,7 @@ package registers them all; ``augkit.fn`` and ``augkit.ops`` are generated from 
 new operator only needs its module and a line here."""
 
 from augkit.operators import (  # noqa: F401
+    arithmetic,
     crop_mirror_normalize,
     external_source,
     python_function,
