@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from augkit.errors import ArgumentError
+from augkit.errors import ArgumentError, AugkitError
 from augkit.operators.registry import OperatorSchema
 
 _ids = itertools.count()
@@ -241,7 +241,15 @@ class Operator:
             )
             raise ArgumentError(f"{schema.class_name}: takes {want} input(s), got {len(inputs)}.")
         sets = _input_sets(schema, inputs)
-        results = [self._node(args, arg_nodes, list(one)) for one in sets]
+        try:
+            results = [self._node(args, arg_nodes, list(one)) for one in sets]
+        except AugkitError as exc:
+            if _session() is None:
+                raise
+            # Debug mode: the operator ran inside this call. Drop augkit's inner frames so the
+            # traceback ends at the user's line (a user function's own traceback stays in
+            # __cause__).
+            raise exc.with_traceback(None) from exc.__cause__
         for outputs in results[1:]:
             if outputs:
                 outputs[0].source.seed_group = results[0][0].source.id

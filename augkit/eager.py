@@ -1,0 +1,194 @@
+"""Every operator called directly on data, outside any pipeline: ``eager.resize(image,
+size=(300, 300))``, ``eager.python_function(a, b, function=edit_images, num_outputs=2)``.
+
+- Inputs: a NumPy array (one sample: the result is one array), a list of arrays (a batch: the
+  result is a list), a TensorList (the result is a TensorList), or torch tensors.
+- Operators without inputs (``eager.random.uniform``) take ``batch_size=`` (default 1).
+- Randomness: give ``seed=``, or call inside ``with eager.rng_state(seed):``, where the k-th
+  operator call gets the seed a pipeline with that seed gives its k-th operator. So the same
+  calls give the same numbers as the pipeline's first iteration (``rng_state(seed,
+  iteration=i)`` for its i-th). Without either, each call draws a fresh seed.
+- Readers are iterables over one epoch: ``for jpegs, labels in eager.readers.file(
+  file_root="data/images", batch_size=8): ...`` (the last batch holds what is left).
+
+The kernels, threads and seeds are those of the pipeline, so eager results equal pipeline
+results for the same inputs and seeds.
+
+Example:
+    >>> import numpy as np
+    >>> from augkit import eager
+    >>> eager.flip(np.arange(6, dtype=np.uint8).reshape(1, 2, 3), horizontal=1).shape
+    (1, 2, 3)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import sys
+import threading
+import types as pytypes
+from collections.abc import Iterator
+from typing import Any
+
+import augkit.operators  # noqa: F401  (fills the registry)
+from augkit.debug import DebugSession
+from augkit.executor import Executor, Timings
+from augkit.frontends import operator_class
+from augkit.graph import DataNode, tracing
+from augkit.operators.registry import REGISTRY, OperatorSchema
+from augkit.random import operator_seed, resolve_seed
+from augkit.tensors import TensorList
+
+_local = threading.local()
+
+
+class _RngState:
+    def __init__(self, seed: int, iteration: int) -> None:
+        self.seed = seed
+        self.iteration = iteration
+        self.calls = 0
+
+    def next_seed(self) -> int:
+        seed = operator_seed(self.seed, self.calls)
+        self.calls += 1
+        return seed
+
+
+@contextlib.contextmanager
+def rng_state(seed: int, iteration: int = 0) -> Iterator[None]:
+    """Number the eager calls inside the block as a pipeline with ``seed`` numbers its
+    operators, for its ``iteration``-th run."""
+    stack = _local.__dict__.setdefault("states", [])
+    stack.append(_RngState(resolve_seed(seed), iteration))
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+def _state() -> _RngState | None:
+    stack = _local.__dict__.get("states")
+    return stack[-1] if stack else None
+
+
+@functools.cache
+def _executor() -> Executor:
+    return Executor([], [], 0, os.cpu_count() or 1, None)
+
+
+def _session(batch_size: int, iteration: int) -> DebugSession:
+    session = DebugSession(_executor(), 0, batch_size, Timings())
+    session.begin(iteration, partial=False)
+    return session
+
+
+def _as_inputs(inputs: tuple[Any, ...]) -> tuple[str, list[Any]]:
+    """How the results should come back ("sample", "list", "tensorlist") and the inputs as
+    the session takes them."""
+    kind = "tensorlist"
+    converted = []
+    for value in inputs:
+        if isinstance(value, TensorList):
+            converted.append(value)
+        elif isinstance(value, list):
+            kind = "list" if kind != "sample" else kind
+            converted.append(value)
+        else:  # one sample
+            kind = "sample"
+            converted.append([value])
+    if not inputs:
+        kind = "list"
+    return kind, converted
+
+
+def _back(batch: TensorList, kind: str) -> Any:
+    if kind == "tensorlist":
+        return batch
+    samples = [batch.at(i) for i in range(len(batch))]
+    return samples[0] if kind == "sample" else samples
+
+
+def call(schema: OperatorSchema, *inputs: Any, batch_size: int | None = None, **kwargs: Any) -> Any:
+    """Run operator ``schema`` once on ``inputs`` (see the module docstring)."""
+    kind, batches = _as_inputs(inputs)
+    state = _state()
+    if kwargs.get("seed", -1) == -1:
+        kwargs["seed"] = state.next_seed() if state is not None else resolve_seed(-1)
+    size = len(batches[0]) if batches else (batch_size or 1)
+    session = _session(size, state.iteration if state is not None else 0)
+    with tracing(session):  # type: ignore[arg-type]
+        nodes = [session.constant(b) for b in batches]
+        out = operator_class(schema)(**kwargs)(*nodes)
+    if out is None:
+        return None
+    if isinstance(out, DataNode):
+        return _back(out.get(), kind)
+    return tuple(_back(node.get(), kind) for node in out)
+
+
+class ReaderIterable:
+    """One epoch of a reader, batch by batch (the last batch holds what is left)."""
+
+    def __init__(self, schema: OperatorSchema, batch_size: int, kwargs: dict[str, Any]) -> None:
+        self._schema = schema
+        self._batch_size = batch_size
+        self._kwargs = kwargs
+
+    def __iter__(self) -> Iterator[tuple[TensorList, ...]]:
+        state = _state()
+        kwargs = dict(self._kwargs)
+        if kwargs.get("seed", -1) == -1:
+            kwargs["seed"] = state.next_seed() if state is not None else resolve_seed(-1)
+        session = DebugSession(_executor(), 0, self._batch_size, Timings())
+        cls = operator_class(self._schema)
+        iteration = 0
+        while True:
+            session.begin(iteration, partial=True)
+            with tracing(session):  # type: ignore[arg-type]
+                outputs = cls(**kwargs)()
+            reader = next(iter(session.readers().values()))
+            yield tuple(node.get() for node in outputs)
+            iteration += 1
+            if reader.left_in_epoch() == 0:
+                return
+
+
+def _function(schema: OperatorSchema) -> Any:
+    if schema.name.startswith("readers."):
+
+        def reader(*, batch_size: int = 1, **kwargs: Any) -> ReaderIterable:
+            return ReaderIterable(schema, batch_size, kwargs)
+
+        function = reader
+    else:
+
+        def operator(*inputs: Any, batch_size: int | None = None, **kwargs: Any) -> Any:
+            return call(schema, *inputs, batch_size=batch_size, **kwargs)
+
+        function = operator
+    function.__name__ = schema.name.rsplit(".", 1)[-1]
+    function.__qualname__ = schema.name
+    function.__doc__ = f"Eager form of ``fn.{schema.name}``; see augkit.eager.\n\n{schema.doc}"
+    return function
+
+
+def _populate() -> None:
+    root = sys.modules[__name__]
+    for schema in REGISTRY.values():
+        if schema.module == "internal":
+            continue
+        holder = root
+        *parents, last = schema.name.split(".")
+        for part in parents:
+            child = getattr(holder, part, None)
+            if child is None:
+                child = pytypes.ModuleType(f"{holder.__name__}.{part}")
+                setattr(holder, part, child)
+                sys.modules[child.__name__] = child
+            holder = child
+        setattr(holder, last, _function(schema))
+
+
+_populate()
