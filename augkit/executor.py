@@ -233,11 +233,19 @@ class Executor:
         return values, size, self.states()
 
     def compute(
-        self, iteration: int, batch_size: int, values: dict[DataNode, TensorList]
+        self,
+        iteration: int,
+        batch_size: int,
+        values: dict[DataNode, TensorList],
+        only: set[int] | None = None,
     ) -> dict[DataNode, TensorList]:
         """Run every other operator of one iteration on the sources' ``values``. Safe to call
         for several iterations at once from different threads: operators keep no state
-        between iterations (Python operators guard what they share themselves)."""
+        between iterations (Python operators guard what they share themselves).
+
+        ``only``: ids of the operators to run again; every other operator's outputs are taken
+        from ``values`` (the viewer's slider moves recompute what follows a changed function).
+        """
         ctx = RunContext(
             iteration,
             batch_size,
@@ -250,7 +258,7 @@ class Executor:
         values = dict(values)
         for node in self.nodes:
             impl = self.impls[node.id]
-            if impl.produces_batch:
+            if impl.produces_batch or (only is not None and node.id not in only):
                 continue
             inputs = [values[d] for d in node.inputs]
             arg_inputs = {k: values[d] for k, d in node.arg_nodes.items()}
@@ -264,6 +272,14 @@ class Executor:
             outs = self._call(node, lambda impl=impl, i=inputs, a=arg_inputs: impl.run(ctx, i, a))
             values.update(zip(node.outputs, outs, strict=True))
         return values
+
+    def downstream(self, ids: set[int]) -> set[int]:
+        """The operators ``ids`` and every operator that depends on them."""
+        found = set(ids)
+        for node in self.nodes:  # in graph order: inputs come first
+            if any(parent.id in found for parent in node.parents()):
+                found.add(node.id)
+        return found
 
     def run(
         self, iteration: int, batch_size: int, partial: bool = False

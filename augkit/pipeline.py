@@ -52,6 +52,8 @@ from augkit.random import resolve_seed
 from augkit.tensors import TensorList
 
 _LAST_BATCH_POLICIES = ("fill", "partial", "drop")
+# Iteration numbers of rerun(): far from any run()'s, so their random draws are new.
+_RERUN_ITERATIONS = 2**40
 
 
 class Pipeline:
@@ -145,6 +147,9 @@ class Pipeline:
         self._iteration = 0
         self._scheduled: list[tuple[TensorList, ...]] = []
         self._prefetcher: Prefetcher | None = None
+        self._last: dict[DataNode, TensorList] = {}  # every node's batch of the last run()
+        self._reruns = 0
+        self._last_iteration = 0
         self._consumed_states: dict[str, Any] = {}
 
     # --- settings -------------------------------------------------------------------------------
@@ -299,7 +304,9 @@ class Pipeline:
         else:
             iteration = self._iteration
             self._iteration += 1
+            self._last_iteration = iteration
             values = self._executor.run(iteration, self._batch_size, partial)
+        self._last = values
         return tuple(values[d] for d in self._outputs)
 
     def _run_debug(self, partial: bool) -> tuple[TensorList, ...]:
@@ -351,6 +358,7 @@ class Pipeline:
             if item is None:
                 raise GraphError("the prefetching thread stopped without a batch")
         self._iteration = item.iteration + 1
+        self._last_iteration = item.iteration
         self._consumed_states = item.states
         return item.result.result()
 
@@ -396,6 +404,72 @@ class Pipeline:
         self._rewind()
         for reader in self._readers().values():
             reader.reset()
+
+    # --- looking inside (the viewer) ---------------------------------------------------------
+    def nodes(self) -> dict[str, DataNode]:
+        """Every operator output of the graph by name, in graph order (the outputs included):
+        what ``value(name)`` can show. In debug mode: the nodes of the last run."""
+        self.build()
+        if self._session is not None:
+            return {d.name: d for d in self._last}
+        assert self._executor is not None
+        return {d.name: d for node in self._executor.nodes for d in node.outputs}
+
+    def value(self, name: str) -> TensorList:
+        """The batch of node ``name`` in the last ``run()`` (any node, not only the outputs:
+        something DALI cannot show outside its debug mode)."""
+        for node, batch in self._last.items():
+            if node.name == name:
+                return batch
+        known = ", ".join(d.name for d in self._last) or "none yet: call run() first"
+        raise GraphError(f"no batch for node {name!r} in the last run (nodes: {known})")
+
+    def rerun(self, changed: Sequence[str] | None = None) -> tuple[TensorList, ...]:
+        """Run the last batch's samples through the graph again, without reading anything.
+
+        Args:
+            changed: ``None``: every operator runs again with new random draws (a fresh
+                iteration number, reserved for reruns, so no batch of ``run()`` shares it).
+                Names of operators: only those and what depends on them run again, with the
+                same random draws as before (for a changed function or parameter).
+        """
+        if self._session is not None:
+            raise GraphError("rerun() needs a normal pipeline (debug mode has no graph)")
+        if not self._last or self._executor is None or self._outputs is None:
+            raise GraphError("rerun() repeats the last batch: call run() first")
+        executor = self._executor
+        sources = {
+            d: b for d, b in self._last.items() if executor.impls[d.source.id].produces_batch
+        }
+        size = len(next(iter(self._last.values())))
+        if changed is None:
+            self._reruns += 1
+            self._last_iteration = _RERUN_ITERATIONS + self._reruns
+            values = executor.compute(self._last_iteration, size, sources)
+        else:
+            by_name = {n.name: n for n in executor.nodes}
+            missing = [name for name in changed if name not in by_name]
+            if missing:
+                raise GraphError(f"no operator named {missing} in this pipeline")
+            only = executor.downstream({by_name[name].id for name in changed})
+            values = executor.compute(self._last_iteration, size, self._last, only)
+        self._last = values
+        return tuple(values[d] for d in self._outputs)
+
+    def set_function(self, name: str, function: Callable[..., Any]) -> None:
+        """Give the Python operator ``name`` a new function (the viewer's sliders and edits);
+        ``rerun([name])`` then recomputes what follows it on the cached batch."""
+        self.build()
+        assert self._executor is not None
+        for node in self._executor.nodes:
+            if node.name == name:
+                impl = self._executor.impls[node.id]
+                if not hasattr(impl, "set_function"):
+                    raise GraphError(f"{name} is a {node.schema.class_name}, not a Python operator")
+                impl.set_function(function)
+                node.args = {**node.args, "function": function}
+                return
+        raise GraphError(f"no operator named {name!r} in this pipeline")
 
     def profile(self) -> Profile:
         """Wall time per operator: the last iteration's and the mean over every run so far

@@ -103,6 +103,15 @@ class PythonFunction(OperatorImpl):
             layouts = layouts * self.num_outputs
         self.layouts = list(layouts) + [""] * (self.num_outputs - len(layouts))
 
+    def set_function(self, function: Callable[..., Any]) -> None:
+        """Use ``function`` from now on (the viewer's sliders and edits). What was learnt about
+        the old one (whether it draws from the global generators) is forgotten, and worker
+        processes get the new function under a new key."""
+        self.function = function
+        self.args = {**self.args, "function": function}
+        self._uses_global_rng = None
+        self._worker_key = f"{self.name}:{id(function)}:{id(self)}"
+
     def _argument_error(self, message: str) -> AugkitError:
         from augkit.errors import ArgumentError
 
