@@ -1,64 +1,199 @@
-"""Compose a batch of images into one picture with Pillow (no matplotlib): what a TensorList
-shows in a notebook, and the fast path of the viewer.
+"""Compose images into one picture with Pillow (no matplotlib): what a TensorList shows in a
+notebook, and the fast path of ``augkit.viz`` and the viewer.
 
-Float images in [0, 1] are shown as they are; any other range is rescaled to [0, 255] per image.
+Pixels are shown as they are for uint8 (and bool masks, as 0/255) and for floats in [0, 1]; any
+other range is rescaled to [0, 255] per image, and the image's caption says so.
+
+Example:
+    >>> import numpy as np
+    >>> pixels, value_range = to_display(np.linspace(-1, 1, 12).reshape(2, 2, 3), "HWC")
+    >>> pixels.dtype, value_range
+    (dtype('uint8'), (-1.0, 1.0))
+    >>> picture = render_tiles([pixels], ["a caption"], tile=64)
+    >>> picture.size
+    (72, 89)
 """
 
 from __future__ import annotations
 
+import functools
+import io
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 
 from augkit import backend
 
 _IMAGE_LAYOUTS = ("HWC", "CHW", "HW")
+_CHANNELS = (1, 3, 4)
+
+
+def image_layout(shape: Sequence[int], layout: str = "") -> str | None:
+    """How to draw a sample of ``shape``: ``"HWC"``, ``"CHW"`` or ``"HW"``, or ``None`` when it
+    is not an image (or is empty).
+
+    A batch's own image layout is used when it has one; with none (``""``), the layout is
+    guessed from the shape: 2-D is HW, 3-D is HWC when its last axis has 1, 3 or 4 channels,
+    else CHW when its first axis does.
+    """
+    if not shape or min(shape) == 0:
+        return None
+    if not layout:
+        if len(shape) == 2:
+            return "HW"
+        if len(shape) == 3:
+            layout = "HWC" if shape[-1] in _CHANNELS else "CHW"
+    if layout not in _IMAGE_LAYOUTS or len(shape) != len(layout):
+        return None
+    if layout == "HW":
+        return layout
+    return layout if shape[layout.index("C")] in _CHANNELS else None
 
 
 def looks_like_images(batch: Any) -> bool:
     """True when every sample of ``batch`` (a TensorList) can be drawn as an image."""
     if len(batch) == 0 or batch.dtype.name == "BOOL":
         return False
-    layout = batch.layout()
-    shapes = batch.shape()
-    if layout in _IMAGE_LAYOUTS:
-        return all(len(s) == len(layout) for s in shapes)
-    if layout:
-        return False
-    return all(len(s) == 2 or (len(s) == 3 and s[-1] in (1, 3, 4)) for s in shapes)
+    return all(image_layout(s, batch.layout()) for s in batch.shape())
 
 
-def to_display(sample: Any, layout: str = "HWC") -> tuple[np.ndarray, bool]:
-    """``(uint8 HWC or HW array, rescaled)`` for one image sample of the given layout."""
+def to_display(sample: Any, layout: str = "HWC") -> tuple[np.ndarray, tuple[float, float] | None]:
+    """``(pixels, value_range)`` for one image sample of the given layout: ``pixels`` is uint8
+    HW (grayscale) or HWC with 3 or 4 channels; ``value_range`` is the sample's ``(min, max)``
+    when it was rescaled to [0, 255], ``None`` when its values are shown as they are."""
     image = backend.to_cpu(sample)
     if layout == "CHW":
         image = np.moveaxis(image, 0, -1)
     if image.ndim == 3 and image.shape[-1] == 1:
         image = image[..., 0]
     if image.dtype == np.uint8:
-        return image, False
+        return image, None
+    if image.dtype == np.bool_:
+        return image.astype(np.uint8) * 255, None
     image = image.astype(np.float64)
-    low, high = (float(image.min()), float(image.max())) if image.size else (0.0, 1.0)
+    finite = np.isfinite(image)
+    values = image if finite.all() else image[finite]
+    low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
     if low >= 0.0 and high <= 1.0:
-        return np.round(image * 255).astype(np.uint8), False
-    scale = 255.0 / (high - low) if high > low else 0.0
-    return np.round((image - low) * scale).astype(np.uint8), True
+        scaled, value_range = image * 255.0, None
+    else:
+        scale = 255.0 / (high - low) if high > low else 0.0
+        scaled, value_range = (image - low) * scale, (low, high)
+    # NaN and infinities are drawn black instead of being cast to arbitrary bytes.
+    pixels = np.where(finite, np.round(scaled), 0.0).astype(np.uint8)
+    return pixels, value_range
+
+
+def caption(text: str, value_range: tuple[float, float] | None) -> str:
+    """``text`` with a note of the original range when the image was rescaled, e.g.
+    ``"cat.jpg (rescaled from [-1.5, 2.2])"``."""
+    if value_range is None:
+        return text
+    note = f"rescaled from [{value_range[0]:.3g}, {value_range[1]:.3g}]"
+    return f"{text} ({note})" if text else note
+
+
+def fit(pixels: np.ndarray, tile: int) -> Image.Image:
+    """``pixels`` as an RGB Pillow image scaled to fit a ``tile`` x ``tile`` square, aspect
+    kept: bilinear when shrinking, nearest when enlarging (small images stay crisp)."""
+    image = Image.fromarray(pixels)
+    if image.mode != "RGB":
+        image = image.convert("RGB")
+    scale = min(tile / image.width, tile / image.height)
+    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+    if size == image.size:
+        return image
+    resample = Image.Resampling.BILINEAR if scale < 1 else Image.Resampling.NEAREST
+    return image.resize(size, resample, reducing_gap=2.0 if scale < 0.5 else None)
+
+
+def title_height(tile: int) -> int:
+    """The height in pixels of the caption band above each tile of a grid with captions."""
+    return getattr(_font(tile), "size", 11) + 7
+
+
+def render_tiles(
+    images: Sequence[np.ndarray],
+    titles: Sequence[str] = (),
+    columns: int | None = None,
+    tile: int = 256,
+    pad: int = 4,
+) -> Image.Image:
+    """One RGB picture of ``images`` (uint8 HW or HWC, see ``to_display``), ``columns`` per
+    row (default: up to 4), each fitted in a ``tile`` x ``tile`` square, aspect kept, right under
+    its title (Pillow's default font; too long a title is cut in the middle with "…").
+
+    The picture is ``columns * (tile + pad) + pad`` pixels wide and
+    ``rows * (title_height(tile) + tile + pad) + pad`` high, the title band only when some
+    title is not empty.
+    """
+    count = len(images)
+    columns = max(1, min(columns or min(count, 4), max(count, 1)))
+    rows = math.ceil(count / columns)
+    band = title_height(tile) if any(titles) else 0
+    width = columns * (tile + pad) + pad
+    canvas = Image.new("RGB", (width, rows * (band + tile + pad) + pad), "white")
+    draw = ImageDraw.Draw(canvas) if band else None
+    for i, pixels in enumerate(images):
+        left = pad + (i % columns) * (tile + pad)
+        top = pad + (i // columns) * (band + tile + pad)
+        image = fit(pixels, tile)
+        # Centred across, at the top: a wide image sits right under its title.
+        canvas.paste(image, (left + (tile - image.width) // 2, top + band))
+        if draw is not None and i < len(titles) and titles[i]:
+            font = _font(tile)
+            text = _fit_text(draw, titles[i], font, tile)
+            x = left + (tile - draw.textlength(text, font=font)) / 2
+            draw.text((x, top + band - 4), text, fill="black", font=font, anchor="ls")
+    return canvas
 
 
 def render(batch: Any, columns: int | None = None, tile: int = 256, pad: int = 4) -> Image.Image:
-    """One RGB picture of the images of ``batch``, ``columns`` per row, each fitted in a
-    ``tile`` x ``tile`` square (aspect kept)."""
-    count = len(batch)
-    columns = columns or min(count, 4)
-    rows = math.ceil(count / columns)
-    canvas = Image.new("RGB", (columns * (tile + pad) + pad, rows * (tile + pad) + pad), "white")
-    for i in range(count):
-        pixels, _ = to_display(batch._samples[i], batch.layout())
-        image = Image.fromarray(pixels).convert("RGB")
-        image.thumbnail((tile, tile), Image.Resampling.BILINEAR)
-        x = pad + (i % columns) * (tile + pad) + (tile - image.width) // 2
-        y = pad + (i // columns) * (tile + pad) + (tile - image.height) // 2
-        canvas.paste(image, (x, y))
-    return canvas
+    """One RGB picture of the images of ``batch`` (a TensorList; see ``looks_like_images``),
+    each under its ``source_info`` and, if it was rescaled, its original range."""
+    images, titles = [], []
+    for index, sample in enumerate(batch):
+        pixels, value_range = to_display(
+            np.asarray(sample), image_layout(sample.shape(), batch.layout())
+        )
+        images.append(pixels)
+        titles.append(caption(batch.source_info(index), value_range))
+    return render_tiles(images, titles, columns, tile, pad)
+
+
+def to_png(picture: Image.Image, compress_level: int = 1) -> bytes:
+    """``picture`` as PNG bytes. zlib level 1 by default: about as small as the default level
+    on photos, and several times faster to write (what keeps the viewer responsive)."""
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG", compress_level=compress_level)
+    return buffer.getvalue()
+
+
+def shorten(text: str, keep: int) -> str:
+    """``text`` cut to ``keep`` characters and "…" when it is longer, keeping its start and,
+    longer, its end (where the label and the rescaled note are): ``"anim…_cat.jpg · 0"``."""
+    if len(text) <= keep:
+        return text
+    head = keep // 3
+    return text[:head] + "…" + text[len(text) - (keep - head) :]
+
+
+@functools.cache
+def _font(tile: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
+    return ImageFont.load_default(max(10, min(tile // 20, 16)))
+
+
+def _fit_text(draw: ImageDraw.ImageDraw, text: str, font: Any, width: int) -> str:
+    if draw.textlength(text, font=font) <= width:
+        return text
+    low, high = 0, len(text)  # the most characters kept that fit in ``width``
+    while low < high:
+        middle = (low + high + 1) // 2
+        if draw.textlength(shorten(text, middle), font=font) <= width:
+            low = middle
+        else:
+            high = middle - 1
+    return shorten(text, low)

@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -213,6 +212,4 @@ class TensorList:
 
         if not grid.looks_like_images(self):
             return None
-        buffer = io.BytesIO()
-        grid.render(self).save(buffer, format="PNG")
-        return buffer.getvalue()
+        return grid.to_png(grid.render(self))
