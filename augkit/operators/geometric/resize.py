@@ -2,8 +2,21 @@
 
 How it works: ``plan_resize`` turns the arguments into DALI's resampling parameters (output size,
 source window), exactly as DALI's ``ResizeAttr`` does; the kernel then resamples that window with
-Pillow (``Image.resize(size, filter, box=window)``, which releases the GIL) or, for filters
-Pillow does not have, with the NumPy resampler of ``geometric/warp.py``.
+one of three back ends, all of which release the GIL:
+
+- **torch** (``geometric/resize_torch.py``, when torch is installed on an AVX2 CPU): uint8 in
+  and out, 1-4 channels, Pillow's BILINEAR on both axes (the default filters), and a source
+  window that is the whole image (no ROI; a rounded size equal to the exact one, as for
+  ``resize_x=300, resize_y=300``, or ``subpixel_scale=False``). 0.44 ms against 2.2 ms for
+  Pillow from a ~740×600 photo to 300×300, a mean 0.03 levels from Pillow (at most 2).
+- **Pillow** (``Image.resize(size, filter, box=window)``) for every other case Pillow's filters
+  cover: sub-pixel windows and ROIs, other dtypes (torch's float kernel is no faster than
+  Pillow's on one thread), NEAREST/BICUBIC/LANCZOS, 5+ channels; and for everything when torch
+  is absent (the core needs NumPy and Pillow only) or ``AUGKIT_RESIZE_BACKEND=pillow``.
+- the **NumPy** resampler of ``geometric/warp.py`` for filters Pillow does not have.
+
+Outputs therefore depend on the installation (torch or not) by at most 2 levels per pixel; a
+pipeline is reproducible on one installation, whatever its threads.
 
 Decisions and traps for the next engineer:
 
@@ -51,7 +64,7 @@ from PIL import Image
 
 from augkit import types
 from augkit.operators.base import SampleOperator
-from augkit.operators.geometric import warp
+from augkit.operators.geometric import resize_torch, warp
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
@@ -349,6 +362,21 @@ def _pillow_resize(
     return np.flip(out, flips) if flips else out
 
 
+def _whole_image(plan: ResizePlan, shape: tuple[int, ...]) -> bool:
+    """Whether the source window is exactly the image on both axes (either direction)."""
+    return all(
+        min(plan.src_lo[d], plan.src_hi[d]) == 0.0
+        and max(plan.src_lo[d], plan.src_hi[d]) == float(shape[d])
+        for d in range(2)
+    )
+
+
+def _torch_resize(image: np.ndarray, plan: ResizePlan) -> np.ndarray:
+    out = resize_torch.resize(image, plan.out_size)
+    flips = tuple(d for d in range(2) if plan.src_lo[d] > plan.src_hi[d])
+    return np.flip(out, flips) if flips else out
+
+
 def _numpy_resize(
     image: np.ndarray, plan: ResizePlan, kinds: Sequence[str], antialias: bool, out_dtype: np.dtype
 ) -> np.ndarray:
@@ -434,7 +462,14 @@ class ResizeImpl(SampleOperator):
             for kind, shrink in zip(kinds, shrinks, strict=True)
         }
         if len(filters) == 1 and None not in filters:
-            return _pillow_resize(image, plan, filters.pop(), out_dtype)
+            resample = filters.pop()
+            if (
+                resample == Image.Resampling.BILINEAR
+                and _whole_image(plan, image.shape)
+                and resize_torch.supports(image, out_dtype)
+            ):
+                return _torch_resize(image, plan)
+            return _pillow_resize(image, plan, resample, out_dtype)
         return _numpy_resize(image, plan, kinds, antialias, out_dtype)
 
 
@@ -455,7 +490,8 @@ The output size comes from exactly one of ``resize_x``/``resize_y``, ``size`` (H
 ``resize_shorter`` or ``resize_longer``, shaped by ``mode`` and ``max_size`` with DALI's rules
 (a missing extent keeps the aspect ratio; sizes round half away from zero). By default the
 filter is linear, antialiased when shrinking (DALI's Triangular filter); augkit computes it with
-Pillow's BILINEAR filter, which is the same filter. Differences from DALI: at the image border
+Pillow's BILINEAR filter, which is the same filter (or torch's uint8 port of it, 5× faster,
+where torch is installed and the whole image is resized). Differences from DALI: at the image border
 Pillow renormalises the filter instead of repeating the edge pixel, and it rounds its 8-bit
 intermediate between the two passes (DALI 2.4 is within a mean 0.15 of Pillow on photos);
 ``save_attrs``, volumes (``resize_z``) and sequences are not supported.
