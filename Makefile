@@ -3,6 +3,8 @@ PY ?= python3
 VENV = .venv
 BIN = $(VENV)/bin
 STAMP = $(VENV)/.installed
+# Debian's Chromium, which the browser test (tests/test_viewer_browser.py) drives with Playwright.
+CHROMIUM = /usr/bin/chromium
 
 # Only the folders that exist yet are linted.
 LINT_PATHS = $(wildcard augkit tests benchmarks examples)
@@ -16,7 +18,7 @@ endif
 
 .PHONY: venv test lint format demo lab bench clean distclean
 
-venv: $(STAMP)
+venv: $(STAMP) $(CHROMIUM)
 
 # torch comes through pip on purpose: /etc/xdg/pip caps it at the release on this machine's disk.
 $(STAMP): pyproject.toml
@@ -24,6 +26,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/python -m pip install -e '.[dev]'
 	touch $@
+
+# Installed when missing and we are root; otherwise the browser test fails saying so (set
+# AUGKIT_SKIP_BROWSER=1 to skip it instead).
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y chromium; \
+	else echo "$(CHROMIUM) is missing: install Debian's chromium (as root) for the browser test" >&2; fi
 
 lint: venv
 	$(BIN)/ruff check $(LINT_PATHS)

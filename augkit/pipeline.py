@@ -322,7 +322,9 @@ class Pipeline:
                 Pipeline._current.remove(self)
         if isinstance(outputs, DataNode):
             outputs = (outputs,)
-        return outputs_of(_check_outputs(outputs, "the pipeline's definition"))
+        batches = outputs_of(_check_outputs(outputs, "the pipeline's definition"))
+        self._last = {d: d.value for d in self._session.nodes}
+        return batches
 
     def _asynchronous(self) -> bool:
         """Whether iterations are computed ahead in the background: with DALI's defaults
@@ -458,9 +460,11 @@ class Pipeline:
 
     def set_function(self, name: str, function: Callable[..., Any]) -> None:
         """Give the Python operator ``name`` a new function (the viewer's sliders and edits);
-        ``rerun([name])`` then recomputes what follows it on the cached batch."""
+        ``rerun([name])`` then recomputes what follows it on the cached batch. Batches computed
+        ahead with the old function are dropped, so the next ``run()`` uses the new one."""
         self.build()
         assert self._executor is not None
+        self._rewind()
         for node in self._executor.nodes:
             if node.name == name:
                 impl = self._executor.impls[node.id]

@@ -118,7 +118,10 @@ class PythonFunction(OperatorImpl):
         return ArgumentError(f"{self.label()}: {message}")
 
     def label(self) -> str:
-        name = getattr(self.function, "__qualname__", None) or type(self.function).__name__
+        function = self.function
+        while isinstance(function, functools.partial):  # the viewer's sliders wrap it
+            function = function.func
+        name = getattr(function, "__qualname__", None) or type(function).__name__
         return f"{self.name} (function {name})"
 
     # --- how samples travel to and from the user's function ------------------------------------

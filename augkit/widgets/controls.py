@@ -1,0 +1,200 @@
+"""Controls for a Python operator's function: which keyword parameters become widgets (inferred
+as ``ipywidgets.interact`` infers them), the function they bind, and the call to paste back.
+
+A parameter gets a control when it is not filled by the operator's inputs and the viewer can
+tell its range, from (first match wins):
+
+1. the viewer's ``params=`` entry for the operator's name or the function's name:
+   ``{"amount": (0, 100, 5)}``; any ``interact`` abbreviation (a ``(min, max[, step])`` tuple, a
+   list or dict of choices, a value, a widget), or ``None``: no control for that parameter;
+2. an ``Annotated`` hint: ``amount: Annotated[int, (0, 100, 5)]``, ``radius: Annotated[float,
+   (0, 1)]`` (the ``Annotated`` type decides int versus float);
+3. the default value: int -> IntSlider and float -> FloatSlider around it (``interact``'s rule:
+   ``-v`` to ``3v``), bool -> Checkbox, str -> Text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+from typing import Any
+
+from ipywidgets import ValueWidget
+from ipywidgets.widgets.interaction import interactive
+
+from augkit.errors import ArgumentError
+
+# The schemas whose ``function`` argument the viewer can replace (``Pipeline.set_function``).
+PYTHON_OPERATORS = ("python_function", "dl_tensor_python_function", "torch_python_function")
+
+_EMPTY = inspect.Parameter.empty
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+@dataclass
+class FunctionControls:
+    """The controls of one Python operator.
+
+    Attributes:
+        operator: the operator's name in the graph (``"PythonFunction_3"``).
+        schema: its schema name (``"python_function"``...), for the code line.
+        function: the user's function (a ``functools.partial`` given to the operator is
+            unwrapped: its positional arguments are ``bound``, its keywords ``fixed`` unless a
+            control takes them over).
+        widgets: parameter name -> widget, in signature order.
+    """
+
+    operator: str
+    schema: str
+    function: Callable[..., Any]
+    bound: tuple[Any, ...] = ()
+    fixed: dict[str, Any] = field(default_factory=dict)
+    widgets: dict[str, ValueWidget] = field(default_factory=dict)
+
+    @property
+    def function_name(self) -> str:
+        return getattr(self.function, "__name__", type(self.function).__name__)
+
+    def values(self) -> dict[str, Any]:
+        return {name: widget.value for name, widget in self.widgets.items()}
+
+    def keywords(self) -> dict[str, Any]:
+        return {**self.fixed, **self.values()}
+
+    def bind(self) -> Callable[..., Any]:
+        """The function with the controls' current values, for ``Pipeline.set_function``;
+        named as the user's function, so that an error message names it, not ``partial``."""
+        bound = functools.partial(self.function, *self.bound, **self.keywords())
+        for attribute in ("__module__", "__name__", "__qualname__"):
+            with contextlib.suppress(AttributeError):
+                setattr(bound, attribute, getattr(self.function, attribute))
+        return bound
+
+    def code(self) -> str:
+        """The operator call with the current values, to paste back into the notebook."""
+        args = [self.function_name, *map(_literal, self.bound)]
+        args += [f"{k}={_literal(v)}" for k, v in self.keywords().items()]
+        call = f"functools.partial({', '.join(args)})"
+        return f"fn.{self.schema}(..., function={call})  # {self.operator}"
+
+
+def controls_for(
+    operator: str,
+    schema: str,
+    function: Callable[..., Any],
+    inputs: int,
+    params: Mapping[str, Any] | None = None,
+) -> FunctionControls:
+    """The controls of the operator ``operator`` whose function is ``function`` (called with
+    ``inputs`` positional inputs); ``params``: this operator's entry of the viewer's
+    ``params=`` (parameter name -> ``interact`` abbreviation).
+
+    Raises:
+        ArgumentError: ``params`` names a parameter the function does not have, or gives
+            something no widget can be made of.
+    """
+    bound: tuple[Any, ...] = ()
+    fixed: dict[str, Any] = {}
+    while isinstance(function, functools.partial):
+        bound = (*function.args, *bound)
+        fixed = {**function.keywords, **fixed}
+        function = function.func
+    controls = FunctionControls(operator, schema, function, bound, fixed)
+    params = dict(params or {})
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # a builtin or a callable without a signature
+        signature = None
+    parameters = list(signature.parameters.values()) if signature else []
+    unknown = set(params) - {p.name for p in parameters}
+    if unknown:
+        raise ArgumentError(
+            f"Viewer params for {operator}: {controls.function_name}() has no parameter "
+            f"{', '.join(map(repr, sorted(unknown)))}"
+        )
+    hints = _hints(function)
+    filled = len(bound) + inputs  # positional slots taken by bound arguments and the inputs
+    for parameter in parameters:
+        if parameter.kind in _POSITIONAL and filled > 0:
+            filled -= 1
+            continue
+        if parameter.kind not in (*_POSITIONAL[1:], inspect.Parameter.KEYWORD_ONLY):
+            continue  # *args, **kwargs, positional-only beyond the inputs
+        name = parameter.name
+        current = fixed.get(name, parameter.default)
+        if name in params:
+            abbrev = params[name]
+        else:
+            abbrev = _annotated_range(hints.get(name))
+            if abbrev is None:
+                abbrev = current
+        if abbrev is _EMPTY or abbrev is None:
+            continue
+        widget = interactive.widget_from_abbrev(abbrev, current)
+        if widget is None:
+            if name in params:
+                raise ArgumentError(
+                    f"Viewer params for {operator}: cannot make a control for {name!r} "
+                    f"from {abbrev!r}; give (min, max[, step]), a list of choices or a widget"
+                )
+            continue
+        widget.description = name
+        widget.style = {"description_width": "initial"}
+        if "continuous_update" in widget.trait_names():
+            widget.continuous_update = False
+        controls.widgets[name] = widget
+    return controls
+
+
+def effective_keywords(controls: FunctionControls) -> dict[str, Any]:
+    """What the function is called with now for each control's parameter (its default or the
+    keyword the operator's partial gave), ``_EMPTY`` when it has neither."""
+    try:
+        parameters = inspect.signature(controls.function).parameters
+    except (TypeError, ValueError):
+        parameters = {}
+    return {
+        name: controls.fixed.get(name, parameters[name].default if name in parameters else _EMPTY)
+        for name in controls.widgets
+    }
+
+
+def _hints(function: Callable[..., Any]) -> dict[str, Any]:
+    """The function's type hints with ``Annotated`` kept (string annotations resolved where
+    they can be; an unresolvable one is ignored)."""
+    try:
+        return typing.get_type_hints(function, include_extras=True)
+    except Exception:  # a forward reference that does not resolve, a non-function
+        return {}
+
+
+def _annotated_range(hint: Any) -> Any:
+    """The ``interact`` abbreviation in ``Annotated[type, abbreviation]``, with the numbers
+    made of the annotated type (``Annotated[float, (0, 1)]`` is a FloatSlider), or None."""
+    if typing.get_origin(hint) is not typing.Annotated:
+        return None
+    base, *metadata = typing.get_args(hint)
+    for item in metadata:
+        if isinstance(item, tuple) and all(isinstance(x, Real) for x in item):
+            if base is float:
+                return tuple(float(x) for x in item)
+            if base is int and all(float(x).is_integer() for x in item):
+                return tuple(int(x) for x in item)
+            return item
+        if isinstance(item, (list, dict, ValueWidget)):
+            return item
+    return None
+
+
+def _literal(value: Any) -> str:
+    """``repr`` with the binary noise of slider floats removed (0.30000000000000004 -> 0.3)."""
+    if isinstance(value, float):
+        return repr(round(value, 10))
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        return repr(int(value))
+    return repr(value)

@@ -1,0 +1,547 @@
+"""``Viewer``: a pipeline's batches in a notebook, with buttons that run it again and sliders
+for its Python functions' parameters.
+
+Example:
+    >>> from augkit.widgets import Viewer
+    >>> viewer = Viewer(pipe, params={"brighten": {"amount": (0, 100, 5)}})
+    >>> viewer  # the last expression of a cell shows the viewer
+    >>> viewer.update(brighten=brighten)  # after editing ``def brighten`` in a cell
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import html
+import inspect
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+from traitlets import TraitError
+
+from augkit import grid, viz
+from augkit.errors import ArgumentError, GraphError, suggest
+from augkit.pipeline import Pipeline
+from augkit.tensors import TensorList
+from augkit.types import DALIDataType
+from augkit.widgets.controls import (
+    PYTHON_OPERATORS,
+    FunctionControls,
+    controls_for,
+    effective_keywords,
+)
+
+
+class Viewer:
+    """Look at a pipeline's batches, and change its Python functions while looking.
+
+    The grid shows one node of the last batch: any output, or any intermediate node (the
+    picker lists them all). Tiles are titled with the sample's label (from the pipeline's int32
+    label output, when it has one) and its source file.
+
+    - **Next batch** runs the pipeline (``pipe.run()``); **Rerun** runs the same input samples
+      through the graph again with new random draws (``pipe.rerun()``); **Reset** starts the
+      next epoch and shows its first batch (``pipe.reset()``, ``pipe.run()``).
+    - Each keyword parameter of a Python operator's function gets a control (see
+      ``augkit.widgets.controls`` for how its kind and range are inferred). Moving one gives the
+      operator ``functools.partial(function, **values)`` and recomputes only that operator and
+      what follows it, on the cached batch (``pipe.rerun([operator])``): nothing is read or
+      decoded again, and random operators keep their draws. The "copy code" box shows the
+      operator call with the current values.
+    - An exception from the pipeline is shown under the buttons, with the user's traceback,
+      and the viewer keeps working: fix the value or the function, and click again.
+
+    Args:
+        pipe: the pipeline (built here if it is not yet).
+        output: the node shown first: an index into the pipeline's outputs or a node name
+            (default: the first output that holds images).
+        columns: tiles per row.
+        max_samples: the most samples of a batch shown.
+        tile: the side of a tile, in pixels.
+        params: control ranges per operator name or function name, as ``interact``
+            abbreviations: ``{"brighten": {"amount": (0, 100, 5)}}``.
+
+    Attributes:
+        next_button, rerun_button, reset_button: the buttons.
+        node_picker: the Dropdown of nodes (its value is the node's name).
+        image: the ``ipywidgets.Image`` holding the grid (PNG bytes).
+        values: an HTML table of the values, for a node that does not hold images.
+        summary: one HTML line: node, batch size, dtype, layout, shapes.
+        error: HTML with the last error and its traceback ("" after a success).
+        timings: HTML table of the per-operator times (``pipe.profile()``).
+        code: HTML with the Python operator calls, current values bound.
+        root: the VBox that holds it all (what the notebook displays).
+        batch: the TensorList of the node shown (whole, not cut to ``max_samples``).
+        last_error: the exception shown in ``error``, or None.
+    """
+
+    def __init__(
+        self,
+        pipe: Pipeline,
+        *,
+        output: int | str | None = None,
+        columns: int = 4,
+        max_samples: int = 16,
+        tile: int = 200,
+        params: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        if columns < 1 or max_samples < 1 or tile < 8:
+            raise ArgumentError(
+                f"Viewer: columns and max_samples must be >= 1 and tile >= 8, got "
+                f"columns={columns}, max_samples={max_samples}, tile={tile}"
+            )
+        self.pipe = pipe
+        self.columns = columns
+        self.max_samples = max_samples
+        self.tile = tile
+        self._params = {k: dict(v) for k, v in (params or {}).items()}
+        self.batch: TensorList | None = None
+        self.last_error: BaseException | None = None
+        self._outputs: list[str] = []  # the pipeline's outputs by node name
+        self._has_batch = False
+        self._picking = False  # the picker's options are being replaced: do not render
+
+        self.next_button = widgets.Button(
+            description="Next batch", icon="forward", tooltip="pipe.run(): the next batch"
+        )
+        self.rerun_button = widgets.Button(
+            description="Rerun",
+            icon="refresh",
+            tooltip="pipe.rerun(): the same samples again, new random draws",
+        )
+        self.reset_button = widgets.Button(
+            description="Reset",
+            icon="fast-backward",
+            tooltip="pipe.reset(), pipe.run(): the first batch of the next epoch",
+        )
+        self.node_picker = widgets.Dropdown(description="show", options=[])
+        self.summary = widgets.HTML()
+        self.error = widgets.HTML()
+        self.image = widgets.Image(format="png")
+        self.values = widgets.HTML()
+        self.code = widgets.HTML()
+        self.timings = widgets.HTML()
+        self._controls_box = widgets.VBox()
+        self._code_box = widgets.Accordion(
+            children=[self.code], titles=("copy code",), selected_index=0
+        )
+        self._timings_box = widgets.Accordion(children=[self.timings], titles=("timings",))
+        self.root = widgets.VBox(
+            [
+                widgets.HBox(
+                    [self.next_button, self.rerun_button, self.reset_button, self.node_picker]
+                ),
+                self.summary,
+                self.error,
+                self.image,
+                self.values,
+                self._controls_box,
+                self._code_box,
+                self._timings_box,
+            ]
+        )
+
+        if getattr(pipe, "_debug", False):
+            # A debug pipeline keeps no batch per node (pipe.nodes() stays empty) and cannot
+            # rerun a batch: there would be nothing to pick, rerun or recompute.
+            raise ArgumentError(
+                "Viewer needs a normal pipeline: build it without debug=True (the same "
+                "definition gives the same batches)"
+            )
+        pipe.build()
+        self._check_params()
+        self._controls: dict[str, FunctionControls] = {}
+        for node in self._python_nodes():
+            function = node.args["function"]
+            controls = controls_for(
+                node.name,
+                node.schema.name,
+                function,
+                len(node.inputs),
+                self._params_for(node.name, function),
+            )
+            self._adopt(controls)
+            if controls.values() != effective_keywords(controls):
+                # A control could not start at the function's default (none, or out of its
+                # range): the function runs with what the control shows.
+                self._set_function(node.name)
+        self._show_controls()
+
+        self.next_button.on_click(lambda _: self._act(self._next))
+        self.rerun_button.on_click(lambda _: self._act(self._rerun))
+        self.reset_button.on_click(lambda _: self._act(self._reset))
+        self.node_picker.observe(self._on_pick, names="value")
+        self._wanted = output  # what the first picture shows, once a batch is there
+        if isinstance(output, str) and output not in pipe.nodes():
+            names = list(pipe.nodes())
+            raise GraphError(
+                f"Viewer: no node named {output!r} (nodes: {', '.join(names)})"
+                f"{suggest(output, names)}"
+            )
+        self._act(self._next)
+        if isinstance(output, int) and self._outputs and not 0 <= output < len(self._outputs):
+            raise ArgumentError(
+                f"Viewer: output={output}, but the pipeline has {len(self._outputs)} outputs"
+            )
+
+    # --- public ---------------------------------------------------------------------------------
+    @property
+    def sliders(self) -> dict[str, dict[str, widgets.ValueWidget]]:
+        """Operator name -> {parameter: control}, for the Python operators that have any."""
+        return {op: dict(c.widgets) for op, c in self._controls.items() if c.widgets}
+
+    @property
+    def code_text(self) -> str:
+        """The text of the copy-code box: one operator call per line."""
+        return "\n".join(c.code() for c in self._controls.values() if c.widgets)
+
+    def show(self, name: str) -> None:
+        """Show node ``name`` (what the picker does)."""
+        names = [value for _, value in self.node_picker.options]
+        if name not in names:
+            raise GraphError(
+                f"no node named {name!r} (nodes: {', '.join(names)}){suggest(name, names)}"
+            )
+        if self.node_picker.value == name:
+            self._act(self._render)
+        else:
+            self.node_picker.value = name
+
+    def update(self, **functions: Callable[..., Any]) -> None:
+        """Give Python operators new functions and recompute the same batch with them.
+
+        Each keyword is an operator's name, or the name of the function an operator uses now
+        (every operator using it gets the new one): ``viewer.update(brighten=brighten)`` after
+        redefining ``brighten`` in a cell. Controls keep their values where the new function
+        has the same parameter; added parameters get new controls.
+
+        Raises:
+            ArgumentError: a keyword names no Python operator and no function of one.
+        """
+        targets: dict[str, Callable[..., Any]] = {}
+        for key, function in functions.items():
+            if not callable(function):
+                raise ArgumentError(f"update({key}=...): expected a function, got {function!r}")
+            hits = [
+                c.operator for c in self._controls.values() if key in (c.operator, c.function_name)
+            ]
+            if not hits:
+                known = [n for c in self._controls.values() for n in (c.function_name, c.operator)]
+                raise ArgumentError(
+                    f"update(): no Python operator named {key!r} and none using a function "
+                    f"named {key!r} (have: {', '.join(known) or 'none'}){suggest(key, known)}"
+                )
+            targets.update(dict.fromkeys(hits, function))
+        for operator, function in targets.items():
+            self._replace(self._controls[operator], function)
+        self._show_controls()
+        self._act(lambda: self._apply(list(targets)))
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.root)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.root._repr_mimebundle_(**kwargs)
+
+    # --- actions ----------------------------------------------------------------------------------
+    def _act(self, action: Callable[[], None]) -> None:
+        """Run ``action``; show any exception with its traceback instead of raising it."""
+        try:
+            action()
+        except Exception as exc:
+            self.last_error = exc
+            text = "".join(traceback.format_exception(exc))
+            self.error.value = (
+                f"<div style='color:#a00'><b>{html.escape(type(exc).__name__)}</b>: "
+                f"{html.escape(str(exc))}</div><pre style='white-space:pre-wrap;"
+                f"font-size:11px;background:#fff4f4;padding:4px'>{html.escape(text)}</pre>"
+            )
+        else:
+            self.last_error = None
+            self.error.value = ""
+
+    def _next(self) -> None:
+        self._ran(self.pipe.run())
+        self._refresh()
+
+    def _rerun(self) -> None:
+        self._ran(self.pipe.rerun())
+        self._refresh()
+
+    def _reset(self) -> None:
+        self.pipe.reset()
+        self._ran(self.pipe.run())
+        self._refresh()
+
+    def _on_control(self, operator: str, change: Mapping[str, Any]) -> None:
+        self._act(lambda: self._apply([operator]))
+
+    def _on_pick(self, change: Mapping[str, Any]) -> None:
+        if not self._picking:
+            self._act(self._render)
+
+    def _apply(self, operators: list[str]) -> None:
+        """Bind the controls' values into the operators' functions and recompute from them."""
+        for operator in operators:
+            self._set_function(operator)
+        if self._has_batch:
+            self._ran(self.pipe.rerun(operators))
+        else:  # no batch yet to recompute (the first run failed)
+            self._ran(self.pipe.run())
+        self._refresh()
+
+    def _set_function(self, operator: str) -> None:
+        self.pipe.set_function(operator, self._controls[operator].bind())
+        self._show_code()
+
+    # --- state ------------------------------------------------------------------------------------
+    def _ran(self, outputs: tuple[TensorList, ...]) -> None:
+        self._has_batch = True
+        if not self._outputs:
+            names = list(self.pipe.nodes())
+            self._outputs = [
+                next((n for n in names if self.pipe.value(n) is out), "") for out in outputs
+            ]
+
+    def _refresh(self) -> None:
+        self._sync_picker()
+        self._render()
+        self._show_timings()
+
+    def _sync_picker(self) -> None:
+        names = list(self.pipe.nodes())
+        outputs = {name: k for k, name in enumerate(self._outputs)}
+        options = [
+            (f"{name} (output {outputs[name]})" if name in outputs else name, name)
+            for name in names
+        ]
+        current = self.node_picker.value
+        if current not in names:
+            current = self._default_node(names)
+        if list(self.node_picker.options) != options:
+            self._picking = True
+            try:
+                self.node_picker.options = options
+            finally:
+                self._picking = False
+        self._pick(current)
+
+    def _pick(self, name: str | None) -> None:
+        self._picking = True
+        try:
+            self.node_picker.value = name
+        except TraitError:
+            names = [value for _, value in self.node_picker.options]
+            raise GraphError(
+                f"Viewer: no node named {name!r} (nodes: {', '.join(names)})"
+                f"{suggest(str(name), names)}"
+            ) from None
+        finally:
+            self._picking = False
+
+    def _default_node(self, names: list[str]) -> str | None:
+        """The node asked for by ``output=``, else the first output that holds images, else
+        the first output, else the first node."""
+        wanted = self._wanted
+        if isinstance(wanted, str):
+            return wanted
+        if isinstance(wanted, int) and 0 <= wanted < len(self._outputs):
+            return self._outputs[wanted]
+        for name in self._outputs:
+            if name and grid.looks_like_images(self.pipe.value(name)):
+                return name
+        return next((n for n in self._outputs if n), names[0] if names else None)
+
+    # --- drawing ----------------------------------------------------------------------------------
+    def _render(self) -> None:
+        name = self.node_picker.value
+        if name is None:
+            return
+        batch = self.pipe.value(name)
+        self.batch = batch
+        shown = batch[: self.max_samples] if len(batch) > self.max_samples else batch
+        titles = self._titles(shown)
+        if grid.looks_like_images(shown):
+            self.image.value = viz.image_grid_png(
+                shown, columns=self.columns, titles=titles, max_samples=None, tile=self.tile
+            )
+            self.image.layout.display = None
+            self.values.value = ""
+        else:
+            self.image.layout.display = "none"
+            self.values.value = _values_table(shown, titles)
+        self.summary.value = _summary(name, batch, len(shown))
+
+    def _titles(self, batch: TensorList) -> list[str]:
+        labels = self._labels()
+        sources = batch.source_info()
+        if not any(sources):
+            sources = self._sources()
+        titles = []
+        for i in range(len(batch)):
+            parts = []
+            if labels is not None and i < len(labels):
+                parts.append(str(int(np.asarray(labels[i]).reshape(-1)[0])))
+            if i < len(sources) and sources[i]:
+                parts.append(sources[i])
+            titles.append(" · ".join(parts))
+        return titles
+
+    def _labels(self) -> TensorList | None:
+        """The pipeline's first output of int32 values of shape (1,): the reader's labels."""
+        for name in self._outputs:
+            if not name:
+                continue
+            batch = self.pipe.value(name)
+            if batch.dtype == DALIDataType.INT32 and all(s == (1,) for s in batch.shape()):
+                return batch
+        return None
+
+    def _sources(self) -> list[str]:
+        """The source files of the batch, from the first node that has them (a node computed
+        from no input, such as a random operator's, has none of its own)."""
+        for name in self.pipe.nodes():
+            sources = self.pipe.value(name).source_info()
+            if any(sources):
+                return sources
+        return []
+
+    def _show_timings(self) -> None:
+        rows = self.pipe.profile().rows
+        cells = "".join(
+            f"<tr><td>{html.escape(r['operator'])}</td><td>{html.escape(r['kind'])}</td>"
+            f"<td style='text-align:right'>{r['last_ms']:.2f}</td>"
+            f"<td style='text-align:right'>{r['mean_ms']:.2f}</td>"
+            f"<td style='text-align:right'>{r['calls']}</td></tr>"
+            for r in rows
+        )
+        self.timings.value = (
+            "<table style='font-size:11px'><tr><th>operator</th><th>kind</th><th>last ms</th>"
+            f"<th>mean ms</th><th>calls</th></tr>{cells}</table>"
+        )
+
+    def _show_controls(self) -> None:
+        boxes = []
+        for controls in self._controls.values():
+            if not controls.widgets:
+                continue
+            header = f"<b>{html.escape(controls.function_name)}</b>"
+            if controls.operator != controls.function_name:
+                header += f" <span style='color:#777'>({html.escape(controls.operator)})</span>"
+            boxes.append(widgets.VBox([widgets.HTML(header), *controls.widgets.values()]))
+        self._controls_box.children = boxes
+        self._code_box.layout.display = None if boxes else "none"
+        self._show_code()
+
+    def _show_code(self) -> None:
+        self.code.value = (
+            "<pre style='font-size:12px;user-select:text'>"
+            f"import functools\n{html.escape(self.code_text)}</pre>"
+        )
+
+    # --- controls ---------------------------------------------------------------------------------
+    def _python_nodes(self) -> list[Any]:
+        executor = self.pipe._executor
+        nodes = executor.nodes if executor is not None else []
+        return [n for n in nodes if n.schema.name in PYTHON_OPERATORS]
+
+    def _params_for(self, operator: str, function: Callable[..., Any]) -> dict[str, Any]:
+        """The ``params=`` entries for the operator: by function name, then by operator name
+        (which wins)."""
+        name = _function_name(function)
+        return {**self._params.get(name, {}), **self._params.get(operator, {})}
+
+    def _check_params(self) -> None:
+        known = []
+        for node in self._python_nodes():
+            known += [node.name, _function_name(node.args["function"])]
+        for key in self._params:
+            if key not in known:
+                raise ArgumentError(
+                    f"Viewer: params has {key!r}, which is neither a Python operator nor the "
+                    f"name of one's function (have: {', '.join(known) or 'none'})"
+                    f"{suggest(key, known)}"
+                )
+
+    def _adopt(self, controls: FunctionControls) -> None:
+        self._controls[controls.operator] = controls
+        for widget in controls.widgets.values():
+            widget.observe(functools.partial(self._on_control, controls.operator), names="value")
+
+    def _replace(self, old: FunctionControls, function: Callable[..., Any]) -> None:
+        """Controls for ``function`` in place of ``old``'s: parameters that both have keep
+        their values; what ``old``'s partial bound is kept for a plain function."""
+        if not isinstance(function, functools.partial):
+            accepted = _parameters(function)
+            keep = {k: v for k, v in old.fixed.items() if k in accepted and k not in old.widgets}
+            if keep or old.bound:
+                function = functools.partial(function, *old.bound, **keep)
+        accepted = _parameters(function)
+        params = {
+            k: v for k, v in self._params_for(old.operator, function).items() if k in accepted
+        }
+        node = next(n for n in self._python_nodes() if n.name == old.operator)
+        new = controls_for(old.operator, old.schema, function, len(node.inputs), params)
+        for name, widget in new.widgets.items():
+            if name in old.widgets:
+                with contextlib.suppress(TraitError):  # out of the new range: keep the new one
+                    widget.value = old.widgets[name].value
+        self._adopt(new)
+
+
+def _function_name(function: Callable[..., Any]) -> str:
+    while isinstance(function, functools.partial):
+        function = function.func
+    return getattr(function, "__name__", "")
+
+
+def _parameters(function: Callable[..., Any]) -> set[str]:
+    """The names of the parameters of ``function`` (partials unwrapped)."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    try:
+        return set(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _summary(name: str, batch: TensorList, shown: int) -> str:
+    shapes = batch.shape()
+    if not shapes:
+        shape = "no samples"
+    elif all(s == shapes[0] for s in shapes):
+        shape = f"shape {shapes[0]}"
+    else:
+        shape = f"{len(set(shapes))} shapes: " + ", ".join(map(str, shapes[:3]))
+        shape += ", …" if len(shapes) > 3 else ""
+    text = f"{len(batch)} samples, {batch.dtype.name}, layout {batch.layout() or 'none'}, {shape}"
+    if shown < len(batch):
+        text += f"; the first {shown} shown"
+    return f"<b>{html.escape(name)}</b>: {html.escape(text)}"
+
+
+def _values_table(batch: TensorList, titles: list[str]) -> str:
+    """An HTML table of a batch that holds no images: per sample, its values (or a summary of
+    them when they are many)."""
+    rows = []
+    for i, sample in enumerate(batch):
+        array = np.asarray(sample)
+        if array.size == 0:
+            shown = "(empty)"
+        elif array.size <= 16:
+            shown = np.array2string(array, precision=4, separator=", ")
+        else:
+            shown = f"min {array.min():.4g}, max {array.max():.4g}, mean {array.mean():.4g}"
+        rows.append(
+            f"<tr><td>{i}</td><td>{html.escape(titles[i])}</td><td>{array.shape}</td>"
+            f"<td><code>{html.escape(shown)}</code></td></tr>"
+        )
+    return (
+        "<table style='font-size:12px'><tr><th>#</th><th>sample</th><th>shape</th>"
+        f"<th>values</th></tr>{''.join(rows)}</table>"
+    )

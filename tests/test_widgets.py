@@ -1,0 +1,473 @@
+"""The Viewer without a browser: its buttons, node picker, sliders, error panel and
+``update()``, asserted on the PNG it displays and on which operators ran (``pipe.profile()``)."""
+
+from __future__ import annotations
+
+import functools
+import io
+import pathlib
+import time
+from typing import Annotated
+
+import ipywidgets as widgets
+import numpy as np
+import pytest
+from PIL import Image
+
+from augkit import ArgumentError, GraphError, Pipeline, fn, grid, pipeline_def, types
+from augkit.widgets import Viewer
+
+TILE = 96
+COLUMNS = 4
+BATCH = 6
+
+
+def brighten(image, amount=20):
+    if amount > 250:
+        raise ValueError(f"amount too large: {amount}")
+    return np.clip(image.astype(np.int16) + amount, 0, 255).astype(np.uint8)
+
+
+def darken(image, amount=20):
+    return np.clip(image.astype(np.int16) - amount, 0, 255).astype(np.uint8)
+
+
+def make_pipe(
+    image_dir: pathlib.Path,
+    function=brighten,
+    *,
+    rotate: bool = True,
+    prefetch: bool = False,
+    batch_size: int = BATCH,
+) -> Pipeline:
+    """reader -> decode -> resize 64x64 -> [rotate by a random angle] -> Python function."""
+    settings = {} if prefetch else {"exec_async": False, "exec_pipelined": False}
+    pipe = Pipeline(batch_size=batch_size, num_threads=2, device_id=None, seed=7, **settings)
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root=str(image_dir), name="reader")
+        images = fn.decoders.image(jpegs, output_type=types.RGB, name="decode")
+        images = fn.resize(images, resize_x=64, resize_y=64, name="resize")
+        if rotate:
+            angle = fn.random.uniform(range=(-40.0, 40.0), name="angle")
+            images = fn.rotate(images, angle=angle, keep_size=True, fill_value=0, name="rotate")
+        images = fn.python_function(images, function=function, name="edit")
+        pipe.set_outputs(images, labels)
+    return pipe
+
+
+@pytest.fixture
+def pipe(image_dir):
+    pipe = make_pipe(image_dir)
+    yield pipe
+    pipe.close()
+
+
+@pytest.fixture
+def viewer(pipe):
+    return Viewer(pipe, columns=COLUMNS, tile=TILE)
+
+
+def calls(pipe: Pipeline) -> dict[str, int]:
+    """How many times each operator has run so far."""
+    return {row["operator"]: row["calls"] for row in pipe.profile().rows}
+
+
+def picture(viewer: Viewer) -> Image.Image:
+    image = Image.open(io.BytesIO(viewer.image.value))
+    assert image.format == "PNG"
+    return image.convert("RGB")
+
+
+def wait_for_prefetched(pipe: Pipeline, timeout: float = 30.0) -> None:
+    """Wait until the pipeline's background thread has computed every batch it may compute
+    ahead (``prefetch_queue_depth``): what a change of function must not let through."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        queue = list(pipe._prefetcher._queue)
+        if len(queue) == pipe.prefetch_queue_depth and all(i.result.done() for i in queue):
+            return
+        time.sleep(0.01)
+    raise AssertionError("the prefetching thread computed nothing ahead")
+
+
+def tile_content(viewer: Viewer, index: int) -> tuple[int, int]:
+    """Width and height of what is drawn in tile ``index`` (its non-white part)."""
+    band = grid.title_height(TILE)
+    left = 4 + (index % COLUMNS) * (TILE + 4)
+    top = 4 + (index // COLUMNS) * (band + TILE + 4) + band
+    tile = np.asarray(picture(viewer).crop((left, top, left + TILE, top + TILE)))
+    rows, cols = np.nonzero((tile != 255).any(axis=-1))
+    return int(cols.max() - cols.min() + 1), int(rows.max() - rows.min() + 1)
+
+
+# --- what is shown ------------------------------------------------------------------------------
+def test_shows_the_first_image_output_with_every_node_to_pick(viewer, pipe):
+    assert viewer.error.value == ""
+    assert viewer.node_picker.value == "edit"
+    options = dict(viewer.node_picker.options)
+    assert options == {
+        "reader[0]": "reader[0]",
+        "reader[1] (output 1)": "reader[1]",
+        "decode": "decode",
+        "resize": "resize",
+        "angle": "angle",
+        "rotate": "rotate",
+        "edit (output 0)": "edit",
+    }
+    rows = -(-BATCH // COLUMNS)
+    width = COLUMNS * (TILE + 4) + 4
+    height = rows * (grid.title_height(TILE) + TILE + 4) + 4
+    assert picture(viewer).size == (width, height)
+    assert viewer.batch is pipe.value("edit")
+    assert "6 samples" in viewer.summary.value and "(64, 64, 3)" in viewer.summary.value
+
+
+def test_titles_carry_label_and_source_file(viewer, pipe):
+    labels = pipe.value("reader[1]")
+    sources = pipe.value("edit").source_info()
+    assert viewer._titles(viewer.batch) == [
+        f"{int(labels.at(i)[0])} · {sources[i]}" for i in range(BATCH)
+    ]
+    assert sources[0] == "animals/chelsea_cat.jpg"
+
+
+def test_max_samples_limits_the_tiles(pipe):
+    viewer = Viewer(pipe, columns=2, max_samples=3, tile=TILE)
+    band = grid.title_height(TILE)
+    assert picture(viewer).size == (2 * (TILE + 4) + 4, 2 * (band + TILE + 4) + 4)
+    assert "the first 3 shown" in viewer.summary.value
+    assert len(viewer.batch) == BATCH
+
+
+def test_output_argument_picks_the_first_node(pipe):
+    assert Viewer(pipe, output="resize").node_picker.value == "resize"
+    assert Viewer(pipe, output=0).node_picker.value == "edit"
+    with pytest.raises(GraphError, match=r"no node named 'resise'.*Did you mean 'resize'"):
+        Viewer(pipe, output="resise")
+
+
+def test_a_bare_viewer_displays_as_its_widget(viewer):
+    bundle = viewer._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == viewer.root.model_id
+    assert viewer.image in viewer.root.children
+
+
+# --- buttons -------------------------------------------------------------------------------------
+def test_next_batch_shows_the_next_samples(viewer, pipe):
+    before, files = viewer.image.value, viewer.batch.source_info()
+    viewer.next_button.click()
+    assert viewer.error.value == ""
+    assert viewer.image.value != before
+    assert viewer.batch.source_info() == [
+        "objects/clock_motion_blur.jpg",
+        "objects/coffee_cup.jpg",
+        "objects/greek_coins.jpg",
+        "people/astronaut_eileen_collins.jpg",
+        "people/cameraman.jpg",
+        "people/grace_hopper.jpg",
+    ]
+    assert viewer.batch.source_info() != files
+    assert calls(pipe)["decode"] == 2
+
+
+def test_rerun_draws_new_angles_for_the_same_samples(viewer, pipe):
+    before, files = viewer.image.value, viewer.batch.source_info()
+    angles = pipe.value("angle").as_array()
+    resized = pipe.value("resize").as_array()
+    read = calls(pipe)["reader"]
+    viewer.rerun_button.click()
+    assert viewer.image.value != before
+    assert viewer.batch.source_info() == files
+    assert not np.array_equal(pipe.value("angle").as_array(), angles)
+    assert np.array_equal(pipe.value("resize").as_array(), resized)
+    assert calls(pipe)["reader"] == read  # nothing read again (decoded again: see rerun())
+
+
+def test_rerun_without_randomness_shows_the_same_picture(image_dir):
+    viewer = Viewer(make_pipe(image_dir, rotate=False), tile=TILE)
+    before = viewer.image.value
+    viewer.rerun_button.click()
+    assert viewer.error.value == ""
+    assert viewer.image.value == before
+
+
+def test_reset_shows_the_first_batch_of_the_epoch_again(image_dir):
+    viewer = Viewer(make_pipe(image_dir, rotate=False), tile=TILE)
+    first = viewer.image.value
+    viewer.next_button.click()
+    assert viewer.image.value != first
+    viewer.reset_button.click()
+    assert viewer.image.value == first
+    assert viewer.batch.source_info()[0] == "animals/chelsea_cat.jpg"
+
+
+def test_timings_table_lists_every_operator(viewer, pipe):
+    viewer.next_button.click()
+    for name in ("reader", "decode", "resize", "angle", "rotate", "edit"):
+        assert f"<td>{name}</td>" in viewer.timings.value
+    assert "<td>decoders.Image</td>" in viewer.timings.value
+
+
+# --- node picker -------------------------------------------------------------------------------
+def test_picking_an_intermediate_node_shows_its_batch(viewer, pipe):
+    viewer.node_picker.value = "decode"
+    assert viewer.error.value == ""
+    assert viewer.batch is pipe.value("decode")
+    assert viewer.batch.shape()[0] == (300, 451, 3)  # chelsea_cat.jpg as decoded
+    assert "5 shapes: (300, 451, 3), (300, 300, 3), (300, 451, 3), …" in viewer.summary.value
+    # Decoded at 451 x 300, the photo fills the tile's width, and 2/3 of its height.
+    assert tile_content(viewer, 0) == (TILE, round(TILE * 300 / 451))
+
+    viewer.show("resize")
+    assert viewer.batch.shape() == [(64, 64, 3)] * BATCH
+    assert tile_content(viewer, 0) == (TILE, TILE)
+    assert viewer.node_picker.value == "resize"
+
+
+def test_the_picked_node_stays_picked_across_batches(viewer, pipe):
+    viewer.show("rotate")
+    viewer.next_button.click()
+    assert viewer.node_picker.value == "rotate"
+    assert viewer.batch is pipe.value("rotate")
+
+
+def test_a_node_without_images_is_shown_as_a_table(viewer, pipe):
+    viewer.show("angle")
+    assert viewer.image.layout.display == "none"
+    angles = pipe.value("angle").as_array()
+    assert f"{angles[0]:.4f}" in viewer.values.value
+    viewer.show("edit")
+    assert viewer.image.layout.display is None
+    assert viewer.values.value == ""
+
+
+def test_show_an_unknown_node_raises(viewer):
+    with pytest.raises(GraphError, match="Did you mean 'rotate'"):
+        viewer.show("rotat")
+
+
+# --- sliders --------------------------------------------------------------------------------------
+def test_a_slider_recomputes_only_the_function_and_what_follows(viewer, pipe):
+    slider = viewer.sliders["edit"]["amount"]
+    assert isinstance(slider, widgets.IntSlider)
+    assert (slider.value, slider.min, slider.max) == (20, -20, 60)  # interact's range
+    assert slider.continuous_update is False
+    before, ran = viewer.image.value, calls(pipe)
+    slider.value = 50
+    assert viewer.error.value == ""
+    assert viewer.image.value != before
+    after = calls(pipe)
+    assert after["edit"] == ran["edit"] + 1
+    for name in ("reader", "decode", "resize", "angle", "rotate"):
+        assert after[name] == ran[name], name
+    rotated = pipe.value("rotate").as_array().astype(int)
+    assert np.array_equal(viewer.batch.as_array(), np.clip(rotated + 50, 0, 255))
+
+
+def test_moving_a_slider_back_restores_the_picture(viewer):
+    before = viewer.image.value
+    viewer.sliders["edit"]["amount"].value = -10
+    assert viewer.image.value != before
+    viewer.sliders["edit"]["amount"].value = 20
+    assert viewer.image.value == before
+
+
+def test_a_slider_move_reaches_the_next_batches_of_a_prefetching_pipeline(image_dir):
+    pipe = make_pipe(image_dir, prefetch=True)
+    viewer = Viewer(pipe, tile=TILE)
+    wait_for_prefetched(pipe)  # the next batches are computed, with amount=20
+    viewer.sliders["edit"]["amount"].value = 60
+    viewer.next_button.click()
+    rotated = pipe.value("rotate").as_array().astype(int)
+    assert np.array_equal(viewer.batch.as_array(), np.clip(rotated + 60, 0, 255))
+    pipe.close()
+
+
+def test_code_view_shows_the_call_with_current_values(viewer):
+    viewer.sliders["edit"]["amount"].value = 35
+    line = "fn.python_function(..., function=functools.partial(brighten, amount=35))  # edit"
+    assert viewer.code_text == line
+    assert "functools.partial(brighten, amount=35)" in viewer.code.value
+
+
+def test_error_in_the_function_is_shown_and_the_viewer_recovers(image_dir):
+    pipe = make_pipe(image_dir)
+    viewer = Viewer(pipe, tile=TILE, params={"brighten": {"amount": (0, 300, 10)}})
+    slider = viewer.sliders["edit"]["amount"]
+    assert (slider.min, slider.max, slider.step, slider.value) == (0, 300, 10, 20)
+    before = viewer.image.value
+    slider.value = 300
+    text = viewer.error.value
+    assert "OperatorError" in text
+    assert "operator edit (function brighten), sample #0 (animals/chelsea_cat.jpg)" in text
+    assert "ValueError: amount too large: 300" in text
+    assert "raise ValueError(f&quot;amount too large: {amount}&quot;)" in text  # the user's line
+    assert viewer.image.value == before  # the last good picture stays
+    viewer.next_button.click()  # still failing: the panel says so again
+    assert "amount too large: 300" in viewer.error.value
+
+    slider.value = 100
+    assert viewer.error.value == ""
+    assert viewer.last_error is None
+    assert viewer.image.value != before
+    viewer.next_button.click()
+    assert viewer.error.value == ""
+    rotated = pipe.value("rotate").as_array().astype(int)
+    assert np.array_equal(viewer.batch.as_array(), np.clip(rotated + 100, 0, 255))
+
+
+def test_an_error_in_the_first_run_leaves_a_working_viewer(image_dir):
+    viewer = Viewer(make_pipe(image_dir, functools.partial(brighten, amount=255)), tile=TILE)
+    assert "amount too large: 255" in viewer.error.value
+    assert viewer.image.value == b""
+    viewer.sliders["edit"]["amount"].value = 100
+    assert viewer.error.value == ""
+    assert picture(viewer).size[0] == COLUMNS * (TILE + 4) + 4
+
+
+# --- update(): edit and rerun ----------------------------------------------------------------
+def test_update_swaps_the_function_and_keeps_the_values(viewer, pipe):
+    viewer.sliders["edit"]["amount"].value = 40
+    before, ran = viewer.image.value, calls(pipe)
+    viewer.update(brighten=darken)
+    assert viewer.error.value == ""
+    assert viewer.image.value != before
+    assert viewer.sliders["edit"]["amount"].value == 40
+    rotated = pipe.value("rotate").as_array().astype(int)
+    assert np.array_equal(viewer.batch.as_array(), np.clip(rotated - 40, 0, 255))
+    assert calls(pipe)["decode"] == ran["decode"]
+    assert "functools.partial(darken, amount=40)" in viewer.code_text
+
+    viewer.sliders["edit"]["amount"].value = 10  # the new control drives the new function
+    assert np.array_equal(viewer.batch.as_array(), np.clip(rotated - 10, 0, 255))
+    viewer.next_button.click()
+    rotated = pipe.value("rotate").as_array().astype(int)
+    assert np.array_equal(viewer.batch.as_array(), np.clip(rotated - 10, 0, 255))
+
+
+def test_update_by_operator_name_with_a_new_signature(viewer, pipe):
+    viewer.sliders["edit"]["amount"].value = 30
+
+    def brighten(image, amount=20, gain: Annotated[float, (0.5, 2.0)] = 1.0):
+        out = (image.astype(np.float32) + amount) * gain
+        return np.clip(out, 0, 255).astype(np.uint8)
+
+    viewer.update(edit=brighten)
+    assert set(viewer.sliders["edit"]) == {"amount", "gain"}
+    assert viewer.sliders["edit"]["amount"].value == 30
+    gain = viewer.sliders["edit"]["gain"]
+    assert isinstance(gain, widgets.FloatSlider) and (gain.min, gain.max) == (0.5, 2.0)
+    gain.value = 0.5
+    rotated = pipe.value("rotate").as_array().astype(np.float32)
+    expected = np.clip((rotated + 30) * 0.5, 0, 255).astype(np.uint8)
+    assert np.array_equal(viewer.batch.as_array(), expected)
+    assert "functools.partial(brighten, amount=30, gain=0.5)" in viewer.code_text
+
+
+def test_update_of_an_unknown_function_raises(viewer):
+    with pytest.raises(ArgumentError, match=r"no Python operator named 'brigthen'.*'brighten'"):
+        viewer.update(brigthen=darken)
+
+
+def test_update_with_a_failing_function_shows_the_error(viewer):
+    def broken(image, amount=20):
+        raise RuntimeError("broken on purpose")
+
+    before = viewer.image.value
+    viewer.update(brighten=broken)
+    assert "broken), sample #0 (animals/chelsea_cat.jpg): RuntimeError: broken on purpose" in (
+        viewer.error.value
+    )
+    assert viewer.image.value == before
+    viewer.update(broken=darken)
+    assert viewer.error.value == ""
+
+
+# --- how controls are inferred -------------------------------------------------------------------
+def shade(
+    image,
+    radius: Annotated[float, (0, 1)] = 0.25,
+    steps: Annotated[int, (0, 10, 2)] = 4,
+    invert=False,
+    mode="soft",
+    strength=0.5,
+    untyped=None,
+):
+    image = image.astype(np.float32) * (1 - radius) + steps
+    image = 255 - image if invert else image
+    return np.clip(image * (1.5 if mode == "hard" else 1.0) * strength * 2, 0, 255).astype(np.uint8)
+
+
+def test_controls_are_inferred_like_interact(image_dir):
+    pipe = make_pipe(image_dir, shade)
+    viewer = Viewer(pipe, tile=TILE, params={"edit": {"mode": ["soft", "hard"]}})
+    controls = viewer.sliders["edit"]
+    assert list(controls) == ["radius", "steps", "invert", "mode", "strength"]  # not untyped
+    hidden = Viewer(pipe, tile=TILE, params={"shade": {"strength": None}})
+    assert list(hidden.sliders["edit"]) == ["radius", "steps", "invert", "mode"]
+    radius, steps = controls["radius"], controls["steps"]
+    assert isinstance(radius, widgets.FloatSlider)
+    assert (radius.min, radius.max, radius.value) == (0.0, 1.0, 0.25)
+    assert isinstance(steps, widgets.IntSlider)
+    assert (steps.min, steps.max, steps.step, steps.value) == (0, 10, 2, 4)
+    assert isinstance(controls["invert"], widgets.Checkbox)
+    assert isinstance(controls["mode"], widgets.Dropdown)
+    assert controls["mode"].options == ("soft", "hard")
+    strength = controls["strength"]
+    assert isinstance(strength, widgets.FloatSlider)
+    assert (strength.min, strength.max) == (-0.5, 1.5)
+    for control in controls.values():
+        if hasattr(control, "continuous_update"):
+            assert control.continuous_update is False
+
+    before = viewer.image.value
+    controls["invert"].value = True
+    controls["mode"].value = "hard"
+    controls["radius"].value = 0.3
+    assert viewer.error.value == ""
+    assert viewer.image.value != before
+    rotated = pipe.value("rotate").as_array()
+    expected = shade(rotated, radius=0.3, invert=True, mode="hard")
+    assert np.array_equal(viewer.batch.as_array(), expected)
+    assert viewer.code_text == (
+        "fn.python_function(..., function=functools.partial(shade, radius=0.3, steps=4, "
+        "invert=True, mode='hard', strength=0.5))  # edit"
+    )
+
+
+def test_a_control_without_a_default_applies_its_value_from_the_start(image_dir):
+    def lift(image, amount: Annotated[int, (0, 100)]):
+        return np.clip(image.astype(np.int16) + amount, 0, 255).astype(np.uint8)
+
+    pipe = make_pipe(image_dir, lift)
+    viewer = Viewer(pipe, tile=TILE)
+    assert viewer.error.value == ""
+    assert viewer.sliders["edit"]["amount"].value == 50
+    rotated = pipe.value("rotate").as_array().astype(int)
+    assert np.array_equal(viewer.batch.as_array(), np.clip(rotated + 50, 0, 255))
+
+
+def test_a_partial_given_to_the_operator_starts_the_controls(image_dir):
+    pipe = make_pipe(image_dir, functools.partial(brighten, amount=40))
+    viewer = Viewer(pipe, tile=TILE, params={"brighten": {"amount": (0, 100)}})
+    assert viewer.sliders["edit"]["amount"].value == 40
+    assert "functools.partial(brighten, amount=40)" in viewer.code_text
+
+
+def test_params_that_match_nothing_raise(pipe):
+    with pytest.raises(ArgumentError, match=r"params has 'brighter'.*Did you mean 'brighten'"):
+        Viewer(pipe, params={"brighter": {"amount": (0, 10)}})
+    with pytest.raises(ArgumentError, match=r"brighten\(\) has no parameter 'amont'"):
+        Viewer(pipe, params={"brighten": {"amont": (0, 10)}})
+    with pytest.raises(ArgumentError, match="cannot make a control for 'amount'"):
+        Viewer(pipe, params={"edit": {"amount": object()}})
+
+
+def test_a_debug_pipeline_is_refused_with_a_reason(image_dir):
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, debug=True)
+    def debug_pipe():
+        jpegs, labels = fn.readers.file(file_root=str(image_dir))
+        return fn.decoders.image(jpegs), labels
+
+    with pytest.raises(ArgumentError, match="Viewer needs a normal pipeline"):
+        Viewer(debug_pipe())
