@@ -4,6 +4,10 @@ size=(300, 300))``, ``eager.python_function(a, b, function=edit_images, num_outp
 - Inputs: a NumPy array (one sample: the result is one array), a list of arrays (a batch: the
   result is a list), a TensorList (the result is a TensorList), or torch tensors.
 - Operators without inputs (``eager.random.uniform``) take ``batch_size=`` (default 1).
+- Per-sample arguments take one value per sample as a TensorList or a list of arrays, what
+  eager calls return for a batch: ``eager.rotate(images, angle=eager.random.uniform(
+  range=(-30, 30), batch_size=len(images)))``, as ``angle=fn.random.uniform(...)`` in a
+  pipeline.
 - Randomness: give ``seed=``, or call inside ``with eager.rng_state(seed):``, where the k-th
   operator call gets the seed a pipeline with that seed gives its k-th operator. So the same
   calls give the same numbers as the pipeline's first iteration (``rng_state(seed,
@@ -31,6 +35,8 @@ import threading
 import types as pytypes
 from collections.abc import Iterator
 from typing import Any
+
+import numpy as np
 
 import augkit.operators  # noqa: F401  (fills the registry)
 from augkit.debug import DebugSession
@@ -103,6 +109,17 @@ def _as_inputs(inputs: tuple[Any, ...]) -> tuple[str, list[Any]]:
     return kind, converted
 
 
+def _per_sample(schema: OperatorSchema, key: str, value: Any) -> bool:
+    """Whether ``value`` gives argument ``key`` one value per sample: a TensorList, or a list
+    of arrays (a list of plain numbers stays a constant, e.g. ``crop=[100, 100]``)."""
+    arg = schema.arguments.get(key)
+    if arg is None or not arg.per_sample:
+        return False
+    if isinstance(value, TensorList):
+        return True
+    return isinstance(value, list) and bool(value) and all(isinstance(v, np.ndarray) for v in value)
+
+
 def _back(batch: TensorList, kind: str) -> Any:
     if kind == "tensorlist":
         return batch
@@ -118,14 +135,20 @@ def call(schema: OperatorSchema, *inputs: Any, batch_size: int | None = None, **
         kwargs["seed"] = state.next_seed() if state is not None else resolve_seed(-1)
     size = len(batches[0]) if batches else (batch_size or 1)
     session = _session(size, state.iteration if state is not None else 0)
-    with tracing(session):  # type: ignore[arg-type]
-        nodes = [session.constant(b) for b in batches]
-        out = operator_class(schema)(**kwargs)(*nodes)
-    if out is None:
-        return None
-    if isinstance(out, DataNode):
-        return _back(out.get(), kind)
-    return tuple(_back(node.get(), kind) for node in out)
+    try:
+        with tracing(session):  # type: ignore[arg-type]
+            nodes = [session.constant(b) for b in batches]
+            for key, value in kwargs.items():
+                if _per_sample(schema, key, value):
+                    kwargs[key] = session.constant(value)
+            out = operator_class(schema)(**kwargs)(*nodes)
+        if out is None:
+            return None
+        if isinstance(out, DataNode):
+            return _back(out.get(), kind)
+        return tuple(_back(node.get(), kind) for node in out)
+    finally:
+        session.release()  # the nodes' batches go now, not at the next garbage collection
 
 
 class ReaderIterable:
@@ -144,15 +167,18 @@ class ReaderIterable:
         session = DebugSession(_executor(), 0, self._batch_size, Timings())
         cls = operator_class(self._schema)
         iteration = 0
-        while True:
-            session.begin(iteration, partial=True)
-            with tracing(session):  # type: ignore[arg-type]
-                outputs = cls(**kwargs)()
-            reader = next(iter(session.readers().values()))
-            yield tuple(node.get() for node in outputs)
-            iteration += 1
-            if reader.left_in_epoch() == 0:
-                return
+        try:
+            while True:
+                session.begin(iteration, partial=True)
+                with tracing(session):  # type: ignore[arg-type]
+                    outputs = cls(**kwargs)()
+                reader = next(iter(session.readers().values()))
+                yield tuple(node.get() for node in outputs)
+                iteration += 1
+                if reader.left_in_epoch() == 0:
+                    return
+        finally:
+            session.release()
 
 
 def _function(schema: OperatorSchema) -> Any:

@@ -314,9 +314,11 @@ class Executor:
                 self._workers = WorkerPool(max(self.py_num_workers, 1), self._py_start_method)
             return self._workers
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Stop the thread pool (waiting for its threads unless ``wait`` is false) and the
+        worker processes."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool.shutdown(wait=wait, cancel_futures=True)
             self._pool = None
         if self._workers is not None:
             self._workers.close()

@@ -207,12 +207,10 @@ class Operator:
             )
         self._device = device
         self._constants, self._arg_nodes = schema.bind(kwargs, is_node)
-        missing = schema.missing(set(kwargs))
-        if missing:
-            raise ArgumentError(
-                f"{schema.class_name}: missing required argument "
-                f"{', '.join(repr(m) for m in missing)}."
-            )
+        self._given = set(kwargs)
+        # A required argument that takes per-sample values may come with the call instead, as
+        # in DALI (``rotate = ops.Rotate()``, then ``rotate(images, angle=rng())``).
+        _check_missing(schema, self._given, at_call=False)
         self._args = {**schema.defaults(), **self._constants}
 
     @property
@@ -222,6 +220,7 @@ class Operator:
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         schema = self.schema
         constants, arg_nodes = schema.bind(kwargs, is_node)
+        _check_missing(schema, self._given | set(kwargs), at_call=True)
         args = {**self._args, **constants}
         arg_nodes = {**self._arg_nodes, **arg_nodes}
         for key, node in arg_nodes.items():
@@ -240,6 +239,15 @@ class Operator:
                 else f"{schema.min_inputs} to {high}"
             )
             raise ArgumentError(f"{schema.class_name}: takes {want} input(s), got {len(inputs)}.")
+        if _session() is not None:
+            # Debug mode: a list of arrays or tensors is one batch given as an input; only a
+            # list of nodes is DALI's multiple input sets.
+            inputs = tuple(
+                _session().constant(x)
+                if isinstance(x, list) and not any(isinstance(e, DataNode) for e in x)
+                else x
+                for x in inputs
+            )
         sets = _input_sets(schema, inputs)
         try:
             results = [self._node(args, arg_nodes, list(one)) for one in sets]
@@ -281,6 +289,13 @@ class Operator:
                 inputs[k] = node.gpu()
         node = OperatorNode(schema, self._device, args, arg_nodes, inputs)
         return node.outputs
+
+
+def _check_missing(schema: OperatorSchema, given: set[str], at_call: bool) -> None:
+    missing = [m for m in schema.missing(given) if at_call or not schema.arguments[m].per_sample]
+    if missing:
+        names = ", ".join(repr(m) for m in missing)
+        raise ArgumentError(f"{schema.class_name}: missing required argument {names}.")
 
 
 def _input_sets(schema: OperatorSchema, inputs: tuple[Any, ...]) -> list[list[Any]]:

@@ -43,8 +43,8 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
-from augkit.debug import DebugSession, outputs_of
-from augkit.errors import ArgumentError, GraphError
+from augkit.debug import DebugSession, end_at_user_frame, outputs_of
+from augkit.errors import ArgumentError, AugkitError, GraphError
 from augkit.executor import Executor, Profile, collect, profile_of
 from augkit.graph import DataNode, OperatorNode, tracing
 from augkit.prefetch import Prefetcher
@@ -261,14 +261,12 @@ class Pipeline:
         )
 
     def _build_debug(self) -> None:
-        if self._definition is None:
-            if self._outputs is not None:
-                raise GraphError(
-                    "debug mode runs the definition again on every run(), so it needs one: use "
-                    "@pipeline_def(debug=True) or a define_graph() method instead of "
-                    "'with pipe: pipe.set_outputs(...)'"
-                )
-            self._definition = self.define_graph
+        if self._definition is None and self._outputs is not None:
+            raise GraphError(
+                "debug mode runs the definition again on every run(), so it needs one: use "
+                "@pipeline_def(debug=True) or a define_graph() method instead of "
+                "'with pipe: pipe.set_outputs(...)'"
+            )
         self._executor = self._executor_for([])
         self._session = DebugSession(
             self._executor, self._seed, self._batch_size, self._executor.timings
@@ -310,14 +308,21 @@ class Pipeline:
         return tuple(values[d] for d in self._outputs)
 
     def _run_debug(self, partial: bool) -> tuple[TensorList, ...]:
-        assert self._session is not None and self._definition is not None
+        assert self._session is not None
+        # define_graph is looked up on each run rather than stored: a bound method kept in
+        # self would make every such pipeline a reference cycle, finalized by the garbage
+        # collector at an arbitrary point, where __del__ must not wait for threads.
+        definition = self._definition or self.define_graph
         iteration = self._iteration
         self._iteration += 1
         self._session.begin(iteration, partial)
         with tracing(self._session):  # type: ignore[arg-type]
             Pipeline._current.append(self)
             try:
-                outputs = self._definition()
+                outputs = definition()
+            except AugkitError as exc:
+                end_at_user_frame(exc)  # the traceback ends at the user's line
+                raise
             finally:
                 Pipeline._current.remove(self)
         if isinstance(outputs, DataNode):
@@ -536,10 +541,13 @@ class Pipeline:
     def __del__(self) -> None:
         prefetcher = getattr(self, "_prefetcher", None)
         if prefetcher is not None:
-            prefetcher.close()
+            prefetcher.close(wait=False)
         executor = getattr(self, "_executor", None)
         if executor is not None:
-            executor.close()
+            # Not waiting for the pool's threads: a finalizer may run inside the garbage
+            # collector while this thread holds threading's own locks, and a join there
+            # deadlocks. Idle threads exit by themselves once the pool is shut down.
+            executor.close(wait=False)
 
 
 def _positive_or_unset(name: str, value: Any) -> int:

@@ -84,11 +84,16 @@ class Prefetcher:
                         iteration, self._batch_size, self.partial
                     )
                 except BaseException as exc:  # delivered to run(), in its turn
+                    if self._stopping:  # closed without waiting: the pools are gone
+                        return
                     failed: Future = Future()
                     failed.set_exception(exc)
                     self._push(Prefetched(iteration, failed, self._executor.states()))
                     return
-                future = self._pool.submit(self._executor.compute, iteration, size, values)
+                try:
+                    future = self._pool.submit(self._executor.compute, iteration, size, values)
+                except RuntimeError:  # closed without waiting: the pool was shut down
+                    return
                 self._push(Prefetched(iteration, future, states))
                 if self.partial and self._lead is not None:
                     reader = self._executor.readers()[self._lead]
@@ -116,13 +121,15 @@ class Prefetcher:
             self._cond.notify_all()
             return item
 
-    def close(self) -> None:
-        """Stop producing, wait for what is being computed, drop everything queued."""
+    def close(self, wait: bool = True) -> None:
+        """Stop producing, wait for what is being computed (unless ``wait`` is False: from a
+        finalizer, where joining a thread can deadlock), drop everything queued."""
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-        self._thread.join()
-        for item in self._queue:
+        if wait:
+            self._thread.join()
+        for item in list(self._queue):
             item.result.cancel()
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool.shutdown(wait=wait, cancel_futures=True)
         self._queue.clear()

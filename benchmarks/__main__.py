@@ -48,6 +48,9 @@ DALI_CITED = {"a": 448.0, "b": 261.0}
 
 # Issue 3's targets (ratios in one run on the 2-core machine).
 TARGETS = {"a": 3.0, "b": 2.3, "c": 1.7, "scaling": 1.7, "overhead_us": 50.0}
+# Issue 4's target: debug mode against the normal pipeline, same threads, on (b).
+DEBUG_TARGET = 0.7
+DEBUG_WORKLOAD = "b"
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -216,7 +219,55 @@ def make_contenders(
         if key == "c" and one_worker_label() != "augkit, default" and args.py_workers != 1:
             # Worker scaling 1 -> 2 needs a one-worker point, which the default is not.
             contenders.append(wl.AugkitPipeline(workload, batches, args.data, py_num_workers=1))
+        if key == DEBUG_WORKLOAD:
+            # Issue 4: debug mode, and the synchronous normal pipeline (no prefetching, which
+            # debug mode cannot do either) as its second point of comparison.
+            for settings in (wl.DEBUG_SETTINGS, wl.SYNC_SETTINGS):
+                contenders.append(
+                    wl.AugkitPipeline(workload, batches, args.data, settings=settings)
+                )
     return contenders
+
+
+def debug_labels() -> tuple[str, str]:
+    """The labels of the debug-mode contender and of the synchronous normal one."""
+    return tuple(  # type: ignore[return-value]
+        wl.AugkitPipeline(wl.WORKLOADS[DEBUG_WORKLOAD], 1, ROOT, settings=s).label
+        for s in (wl.DEBUG_SETTINGS, wl.SYNC_SETTINGS)
+    )
+
+
+def render_debug_mode(results: rp.Results) -> list[str]:
+    """Issue 4's measurement: debug mode's paired ratios to augkit's default (which prefetches
+    in the background) and to the synchronous normal pipeline, on workload (b)."""
+    key = DEBUG_WORKLOAD
+    if key not in results.keys:
+        return [f"Not measured: workload ({key}) was not run."]
+    debug_label, sync_label = debug_labels()
+    debug = results.get(debug_label, key)
+    if debug is None:
+        cell = results.cells.get((debug_label, key))
+        return [f"Not measured: {debug_label} failed ({cell.failed if cell else 'not run'})."]
+    lines = []
+    for label, note in (
+        ("augkit, default", "prefetches batches in the background, which debug mode cannot"),
+        (sync_label, "no prefetching either: the same work, one batch at a time"),
+    ):
+        ratio = debug.ratio(results.get(label, key))
+        if ratio is None:
+            lines.append(f"- against {label}: not measured")
+            continue
+        verdict = "met" if ratio >= DEBUG_TARGET else "**missed**"
+        lines.append(
+            f"- against {label} ({note}): {ratio:.2f}× (target ≥ {DEBUG_TARGET}×: {verdict})"
+        )
+    return [
+        f"({key}) with `debug=True` (the definition runs again on every `run()`), "
+        f"`num_threads={wl.NUM_THREADS}` like the others; {debug.median:.0f} img/s. Paired "
+        "ratios (median over rounds of the ratio within the round):",
+        "",
+        *lines,
+    ]
 
 
 def describe(exc: BaseException) -> str:
@@ -347,7 +398,10 @@ def render_targets(
 
     lines = []
     dali_label = results.dali_label
-    augkit_labels = [lab for lab in results.labels if lab.startswith("augkit")]
+    # Issue 3's targets are about augkit's default and its workers, not the debug-mode rows.
+    augkit_labels = [
+        lab for lab in results.labels if lab.startswith("augkit") and lab not in debug_labels()
+    ]
     for key, name in (("a", "(a)"), ("b", "(b)")):
         if key not in results.keys:
             continue
@@ -539,6 +593,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "## Targets (issue 3)",
         "",
         *render_targets(results, overheads, direct, workers_label, scaling),
+        "",
+        "## Debug mode (issue 4)",
+        "",
+        *render_debug_mode(results),
         "",
         "## python_function overhead",
         "",

@@ -308,19 +308,28 @@ class TorchLoader(Contender):
         self.loader = None
 
 
+# Pipeline settings of the augkit contenders besides the default: issue 4's debug mode, and
+# the synchronous executor (no prefetching), which is what debug mode can be at best.
+SYNC_SETTINGS = {"exec_async": False, "exec_pipelined": False}
+DEBUG_SETTINGS = {"debug": True}
+
+
 def build_augkit_pipeline(
     workload: Workload,
     file_root: Path,
     num_threads: int = NUM_THREADS,
     py_num_workers: int | None = None,
     seed: int = PIPELINE_SEED,
+    settings: dict[str, Any] | None = None,
 ) -> Any:
     """The augkit pipeline of ``workload``, written as a user would write it: two shuffled
     readers, decode, resize, and the workload's function as ``fn.python_function``.
-    ``py_num_workers=None`` leaves augkit's default."""
+    ``py_num_workers=None`` leaves augkit's default; ``settings`` are more ``Pipeline``
+    arguments (``debug=True``, ``exec_async=False``...)."""
     from augkit import fn, pipeline_def, types
 
     extra = {} if py_num_workers is None else {"py_num_workers": py_num_workers}
+    extra.update(settings or {})
     function = workload.function
 
     @pipeline_def(
@@ -356,7 +365,8 @@ class AugkitPipeline(Contender):
     """An augkit pipeline reading the files with ``fn.readers.file``; each batch's outputs are
     turned into dense arrays (``as_array()``), as the other contenders deliver them. Every
     pass runs one untimed batch, times ``batches`` batches, then closes the pipeline (untimed)
-    so that no prefetching or worker process runs into the next contender's pass."""
+    so that no prefetching or worker process runs into the next contender's pass.
+    ``settings``: more ``Pipeline`` arguments (``DEBUG_SETTINGS``, ``SYNC_SETTINGS``)."""
 
     def __init__(
         self,
@@ -366,13 +376,19 @@ class AugkitPipeline(Contender):
         threads: int = NUM_THREADS,
         py_num_workers: int | None = None,
         label: str | None = None,
+        settings: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(workload, batches)
         self.file_root = file_root
         self.threads = threads
         self.py_num_workers = py_num_workers
+        self.settings = dict(settings or {})
         if label is None:
-            label = "augkit, default" if py_num_workers is None else "augkit"
+            label = "augkit, default" if py_num_workers is None and not settings else "augkit"
+            if self.settings == DEBUG_SETTINGS:
+                label = "augkit debug mode"
+            elif self.settings:
+                label += ", " + ", ".join(f"{k}={v}" for k, v in self.settings.items())
             if threads != NUM_THREADS:
                 label += f", num_threads={threads}"
             if py_num_workers is not None:
@@ -382,7 +398,11 @@ class AugkitPipeline(Contender):
 
     def setup(self) -> None:
         self.pipe = build_augkit_pipeline(
-            self.workload, self.file_root, self.threads, self.py_num_workers
+            self.workload,
+            self.file_root,
+            self.threads,
+            self.py_num_workers,
+            settings=self.settings,
         )
         self.pipe.close()  # built and checked; every pass starts it again
 

@@ -1,0 +1,697 @@
+"""Debug mode (issue 4): the definition runs eagerly on every run(), and gives the same answers
+as the normal pipeline and as ``augkit.eager``, bit for bit.
+
+The "same answers" test is parametrized over the operator registry: every registered operator
+needs an entry in ``CASES`` (a small definition using it, with per-sample random arguments
+where the operator takes them), and ``test_every_operator_has_a_case`` fails for one that has
+none, so a new operator is covered as soon as it is registered.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import pathlib
+import traceback
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import augkit
+from augkit import eager, fn, pipeline_def, types
+from augkit.errors import ArgumentError, GraphError, OperatorError
+from augkit.operators.registry import REGISTRY
+from augkit.pipeline import Pipeline
+from augkit.tensors import TensorList
+from tests.operator_check import fn_operator
+
+IMAGES = pathlib.Path(__file__).resolve().parents[1] / "data" / "images"
+THIS_FILE = str(pathlib.Path(__file__).resolve())
+BATCH = 4  # 15 photos: iteration 3 crosses into the second epoch, 4 is in it
+ITERATIONS = 5
+SEED = 1234
+SMALL = (24, 32)  # the photos are resized to this (H, W) before the operator under test
+
+Op = Callable[[str], Callable[..., Any]]
+
+
+# --- the registry-wide table -------------------------------------------------------------------
+
+
+def _jitter(image: np.ndarray) -> np.ndarray:
+    """Draws from numpy's global generator: seeded per (iteration, sample) by augkit."""
+    noise = np.random.randint(0, 8, size=image.shape)
+    return (image.astype(np.int32) + noise).astype(np.uint8)
+
+
+def _halves(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    w = image.shape[1] // 2
+    return image[:, :w], image[:, w:]
+
+
+def _dlpack_mirror(capsules: list[Any]) -> list[Any]:
+    from torch.utils import dlpack
+
+    return [dlpack.to_dlpack(dlpack.from_dlpack(c).flip(1).contiguous()) for c in capsules]
+
+
+def _torch_brighten(tensor: Any) -> Any:
+    return (tensor.float() * 1.25).clamp(0, 255).to(tensor.dtype)
+
+
+def _numbered(iteration: int) -> list[np.ndarray]:
+    """An external source's batch that depends on the iteration."""
+    return [np.full((2, 3), iteration * 10 + k, np.int32) for k in range(BATCH)]
+
+
+def _uniform(op: Op, low: float, high: float) -> Any:
+    return op("random.uniform")(range=(low, high))
+
+
+@dataclass(frozen=True)
+class Case:
+    """How an operator is used in the parity tests.
+
+    ``input``: what ``body`` gets as ``x``: "images" (small decoded photos), "jpegs" (encoded
+    files), or "none" (it uses no input; ``x`` is still given). ``body(op, x)`` returns the
+    outputs, calling operators as ``op("rotate")(...)``, so that the same body runs in a
+    pipeline (``fn``) and eagerly (``augkit.eager``). ``eager``: also check eager == pipeline.
+    """
+
+    input: str
+    body: Callable[[Op, Any], tuple[Any, ...]]
+    eager: bool = True
+
+
+CASES: dict[str, Case] = {
+    "cast": Case("images", lambda op, x: (op("cast")(x, dtype=types.INT16),)),
+    "crop": Case(
+        "images",
+        lambda op, x: (
+            op("crop")(
+                x,
+                crop=(12, 20),
+                crop_pos_x=_uniform(op, 0, 1),
+                crop_pos_y=_uniform(op, 0, 1),
+            ),
+        ),
+    ),
+    "flip": Case(
+        "images",
+        lambda op, x: (
+            op("flip")(
+                x,
+                horizontal=op("random.coin_flip")(),
+                vertical=op("random.coin_flip")(probability=0.3),
+            ),
+        ),
+    ),
+    "crop_mirror_normalize": Case(
+        "images",
+        lambda op, x: (
+            op("crop_mirror_normalize")(
+                x,
+                crop=(16, 16),
+                crop_pos_x=_uniform(op, 0, 1),
+                mirror=op("random.coin_flip")(),
+                mean=[120.0, 110.0, 100.0],
+                std=[60.0, 55.0, 50.0],
+            ),
+        ),
+    ),
+    "external_source": Case(
+        "none", lambda op, x: (op("external_source")(source=_numbered, layout="AB"),)
+    ),
+    "python_function": Case(
+        "images",
+        lambda op, x: (
+            op("python_function")(x, function=_jitter),
+            *op("python_function")(x, function=_halves, num_outputs=2),
+        ),
+    ),
+    "dl_tensor_python_function": Case(
+        "images", lambda op, x: (op("dl_tensor_python_function")(x, function=_dlpack_mirror),)
+    ),
+    "torch_python_function": Case(
+        "images", lambda op, x: (op("torch_python_function")(x, function=_torch_brighten),)
+    ),
+    "random.uniform": Case(
+        "none",
+        lambda op, x: (
+            op("random.uniform")(range=(-2, 2), shape=[3]),
+            op("random.uniform")(values=[1.0, 2.5, 7.0]),
+        ),
+    ),
+    "random.coin_flip": Case(
+        "none",
+        lambda op, x: (op("random.coin_flip")(probability=_uniform(op, 0, 1), shape=[5]),),
+    ),
+    "brightness_contrast": Case(
+        "images",
+        lambda op, x: (
+            op("brightness_contrast")(
+                x,
+                brightness=_uniform(op, 0.5, 1.5),
+                brightness_shift=_uniform(op, -0.1, 0.1),
+                contrast=_uniform(op, 0.5, 1.5),
+            ),
+        ),
+    ),
+    "decoders.image": Case(
+        "jpegs", lambda op, x: (op("decoders.image")(x, output_type=types.RGB),)
+    ),
+    "resize": Case(
+        "images",
+        lambda op, x: (
+            op("resize")(x, resize_x=_uniform(op, 10, 40), resize_y=_uniform(op, 10, 40)),
+        ),
+    ),
+    "rotate": Case(
+        "images",
+        lambda op, x: (op("rotate")(x, angle=_uniform(op, -45, 45), fill_value=0),),
+    ),
+    "readers.file": Case(
+        "none",
+        lambda op, x: op("readers.file")(
+            file_root=str(IMAGES), random_shuffle=True, initial_fill=5, name="second"
+        ),
+        eager=False,  # readers are iterables in augkit.eager: tests/test_eager.py
+    ),
+}
+
+OPERATORS = sorted(
+    name
+    for name, schema in REGISTRY.items()
+    if schema.module != "internal" and "cpu" in schema.devices
+)
+
+
+def test_every_operator_has_a_case() -> None:
+    missing = [name for name in OPERATORS if name not in CASES]
+    assert not missing, (
+        f"operators without an entry in tests/test_debug.py's CASES (give each a small "
+        f"definition that uses it, with per-sample random arguments where it takes them): "
+        f"{missing}"
+    )
+    stale = sorted(set(CASES) - set(OPERATORS))
+    assert not stale, f"CASES has entries for operators that are not registered: {stale}"
+
+
+def _case(name: str) -> Case:
+    if name not in CASES:
+        pytest.fail(f"{name} has no entry in CASES (see test_every_operator_has_a_case)")
+    return CASES[name]
+
+
+def _pipeline(case: Case, debug: bool) -> Pipeline:
+    """The case's definition after two shuffled readers' photos, as a pipeline."""
+
+    @pipeline_def(batch_size=BATCH, num_threads=2, device_id=None, seed=SEED, debug=debug)
+    def define() -> tuple[Any, ...]:
+        jpegs, labels = fn.readers.file(file_root=str(IMAGES), random_shuffle=True)
+        if case.input == "jpegs":
+            x = jpegs
+        else:
+            x = fn.resize(fn.decoders.image(jpegs, output_type=types.RGB), size=SMALL)
+        return (*case.body(fn_operator, x), labels)
+
+    return define()
+
+
+def _assert_same_batches(a: tuple[TensorList, ...], b: tuple[TensorList, ...], what: str) -> None:
+    assert len(a) == len(b), what
+    for k, (x, y) in enumerate(zip(a, b, strict=True)):
+        assert len(x) == len(y), f"{what}, output {k}: batch sizes {len(x)} and {len(y)}"
+        assert x.layout() == y.layout(), f"{what}, output {k}: layouts differ"
+        for i in range(len(x)):
+            got, want = np.asarray(x.at(i)), np.asarray(y.at(i))
+            assert got.dtype == want.dtype, f"{what}, output {k}, sample {i}: dtypes differ"
+            np.testing.assert_array_equal(got, want, err_msg=f"{what}, output {k}, sample {i}")
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+def test_debug_mode_equals_normal_mode(name: str) -> None:
+    """Same seed, several iterations across an epoch boundary of shuffled readers: the debug
+    pipeline's outputs are bit-identical to the normal one's."""
+    case = _case(name)
+    runs = {}
+    for debug in (False, True):
+        pipe = _pipeline(case, debug)
+        try:
+            runs[debug] = [pipe.run() for _ in range(ITERATIONS)]
+        finally:
+            pipe.close()
+    for it in range(ITERATIONS):
+        _assert_same_batches(runs[True][it], runs[False][it], f"{name}, iteration {it}")
+    labels = [int(v) for out in runs[False] for v in out[-1].as_array().reshape(-1)]
+    assert sorted(labels[:15]) == sorted([0, 1, 2, 3, 4] * 3), "the first epoch is not whole"
+
+
+# --- eager == pipeline on a fixed input batch -------------------------------------------------
+
+
+@functools.cache
+def _fixed_images() -> list[np.ndarray]:
+    paths = sorted(IMAGES.glob("*/*.jpg"))[1::4][:BATCH]
+    h, w = SMALL
+    return [np.asarray(Image.open(p).convert("RGB").resize((w, h), Image.BILINEAR)) for p in paths]
+
+
+@functools.cache
+def _fixed_jpegs() -> list[np.ndarray]:
+    paths = sorted(IMAGES.glob("*/*.jpg"))[2::4][:BATCH]
+    return [np.frombuffer(p.read_bytes(), np.uint8) for p in paths]
+
+
+def _fixed(case: Case) -> list[np.ndarray]:
+    return _fixed_jpegs() if case.input == "jpegs" else _fixed_images()
+
+
+def _eager_op(name: str) -> Callable[..., Any]:
+    """``augkit.eager``'s form of operator ``name``; operators without inputs get the batch
+    size as ``batch_size=``."""
+    target: Any = eager
+    for part in name.split("."):
+        target = getattr(target, part)
+    if REGISTRY[name].max_inputs == 0:
+        return functools.partial(target, batch_size=BATCH)
+    return target
+
+
+EAGER_OPERATORS = [n for n in OPERATORS if n in CASES and CASES[n].eager]
+
+
+@pytest.mark.parametrize("name", EAGER_OPERATORS)
+def test_eager_equals_pipeline(name: str) -> None:
+    """The same calls through ``augkit.eager`` under ``rng_state(seed, iteration=i)`` give the
+    pipeline's iteration ``i``, for the same input batch (fed through an external source, which
+    is operator 0 in both)."""
+    case = _case(name)
+    fixed = _fixed(case)
+    pipe = Pipeline(batch_size=BATCH, num_threads=2, device_id=None, seed=SEED)
+    with pipe:
+        x = fn.external_source(source=lambda: fixed)
+        pipe.set_outputs(*case.body(fn_operator, x))
+    try:
+        expected = [pipe.run() for _ in range(2)]
+    finally:
+        pipe.close()
+    for it in range(2):
+        with eager.rng_state(SEED, iteration=it):
+            x = _eager_op("external_source")(source=lambda: fixed)
+            got = case.body(_eager_op, x)
+        assert len(got) == len(expected[it])
+        for k, (samples, batch) in enumerate(zip(got, expected[it], strict=True)):
+            assert isinstance(samples, list), f"{name}: eager on a list gave {type(samples)}"
+            assert len(samples) == len(batch)
+            for i, sample in enumerate(samples):
+                want = batch.at(i)
+                assert sample.dtype == want.dtype, f"{name}, iteration {it}, output {k}"
+                np.testing.assert_array_equal(
+                    sample, want, err_msg=f"{name}: eager, iteration {it}, output {k}, sample {i}"
+                )
+
+
+# --- what a node shows and holds in debug mode ------------------------------------------------
+
+
+def _photos_pipeline(debug: bool = True, **kwargs: Any) -> Any:
+    @pipeline_def(batch_size=3, num_threads=2, device_id=None, seed=7, debug=debug, **kwargs)
+    def photos() -> Any:
+        jpegs, labels = fn.readers.file(file_root=str(IMAGES))
+        return fn.decoders.image(jpegs, output_type=types.RGB), labels
+
+    return photos()
+
+
+def test_print_node_shows_operator_dtype_layout_batch_and_shapes(capsys) -> None:
+    shown = {}
+
+    @pipeline_def(batch_size=3, num_threads=1, device_id=None, seed=7, debug=True)
+    def define() -> Any:
+        jpegs, _ = fn.readers.file(file_root=str(IMAGES))
+        images = fn.decoders.image(jpegs, output_type=types.RGB, name="decode")
+        print(images)
+        shown["node"] = images
+        return images
+
+    (batch,) = define().run()
+    printed = capsys.readouterr().out
+    assert "decode" in printed
+    assert "decoders.Image" in printed
+    assert "UINT8" in printed
+    assert "'HWC'" in printed
+    assert "batch_size=3" in printed
+    for shape in batch.shape():
+        assert str(shape) in printed
+    assert shown["node"].get() is batch
+
+
+def test_print_node_of_a_large_batch_elides_shapes() -> None:
+    @pipeline_def(batch_size=12, num_threads=1, device_id=None, seed=7, debug=True)
+    def define() -> Any:
+        values = fn.random.uniform(shape=[2])
+        text = repr(values)
+        assert "batch_size=12" in text and "..." in text and text.count("(2,)") == 4
+        return values
+
+    define().run()
+
+
+def test_get_returns_the_batch_in_debug_mode() -> None:
+    seen: list[Any] = []
+
+    @pipeline_def(batch_size=3, num_threads=1, device_id=None, seed=7, debug=True)
+    def define() -> Any:
+        _, labels = fn.readers.file(file_root=str(IMAGES))
+        batch = labels.get()
+        seen.append(batch)
+        assert isinstance(batch, TensorList) and len(batch) == 3
+        return labels
+
+    pipe = define()
+    (labels,) = pipe.run()
+    assert seen[0] is labels
+    np.testing.assert_array_equal(labels.as_array().reshape(-1), [0, 0, 0])
+
+
+def test_get_in_a_normal_pipeline_raises_a_helpful_error() -> None:
+    pipe = Pipeline(batch_size=2, num_threads=1, device_id=None, seed=1)
+    with pipe:
+        values = fn.random.uniform(range=(0, 1), name="values")
+        with pytest.raises(GraphError, match=r"values holds no batch.*debug=True"):
+            values.get()
+        pipe.set_outputs(values)
+    pipe.run()
+    with pytest.raises(GraphError, match="debug"):
+        values.get()  # running the pipeline does not fill the traced node either
+    assert "holds" not in repr(values) and "values" in repr(values)
+
+
+@pytest.mark.parametrize(
+    "convert",
+    [
+        pytest.param(lambda batch: np.stack(batch), id="array"),
+        pytest.param(lambda batch: list(batch), id="list"),
+        pytest.param(lambda batch: TensorList(list(batch), "HWC"), id="tensorlist"),
+        pytest.param(
+            lambda batch: __import__("torch").from_numpy(np.stack(batch)), id="torch-tensor"
+        ),
+        pytest.param(
+            lambda batch: [__import__("torch").from_numpy(s.copy()) for s in batch],
+            id="torch-list",
+        ),
+    ],
+)
+def test_arrays_and_tensors_as_operator_inputs(convert: Callable[[Any], Any]) -> None:
+    """NumPy arrays (first axis: batch), lists of arrays, TensorLists and torch tensors are
+    accepted as inputs in debug mode, and give what the same batch through the graph gives."""
+    rng = np.random.default_rng(0)
+    batch = [rng.integers(0, 256, (6, 8, 3), dtype=np.uint8) for _ in range(3)]
+    given = convert(batch)
+
+    @pipeline_def(batch_size=3, num_threads=2, device_id=None, seed=3, debug=True)
+    def define() -> Any:
+        flipped = fn.flip(given, horizontal=fn.random.coin_flip())
+        return flipped, fn.cast(given, dtype=types.FLOAT)
+
+    flipped, cast = define().run()
+    assert len(flipped) == 3
+    kept = [flipped.at(i) for i in range(3)]
+    for i in range(3):
+        np.testing.assert_array_equal(cast.at(i), batch[i].astype(np.float32))
+        assert kept[i].shape == batch[i].shape
+        assert np.array_equal(kept[i], batch[i]) or np.array_equal(kept[i], batch[i][:, ::-1])
+    for sample in batch:
+        sample[...] = 0  # the pipeline has its own copy of what it was given
+    for i in range(3):
+        np.testing.assert_array_equal(flipped.at(i), kept[i])
+
+
+def test_an_array_input_is_not_an_operator_for_the_seeds() -> None:
+    """Constants do not count as operators: the numbering is that of the traced graph, whose
+    external source is where the debug pipeline has a constant."""
+    rng = np.random.default_rng(1)
+    batch = [rng.integers(0, 256, (6, 8, 3), dtype=np.uint8) for _ in range(4)]
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=11, debug=True)
+    def with_constant() -> Any:
+        angle = fn.random.uniform(range=(-40, 40))
+        return fn.rotate(batch, angle=angle), angle
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=11)
+    def with_source() -> Any:
+        angle = fn.random.uniform(range=(-40, 40))
+        return fn.rotate(fn.external_source(source=lambda: batch), angle=angle), angle
+
+    a, b = with_constant(), with_source()
+    for it in range(2):
+        _assert_same_batches(a.run(), b.run(), f"iteration {it}")
+
+
+def test_python_between_operators_runs_every_iteration() -> None:
+    counts = {"definition": 0, "between": 0}
+    means: list[float] = []
+
+    @pipeline_def(batch_size=3, num_threads=2, device_id=None, seed=5, debug=True)
+    def define() -> Any:
+        counts["definition"] += 1
+        jpegs, labels = fn.readers.file(file_root=str(IMAGES), random_shuffle=True)
+        images = fn.decoders.image(jpegs, output_type=types.RGB)
+        counts["between"] += 1
+        small = fn.resize(images, size=SMALL)
+        means.append(float(small.get().as_array().mean()))  # NumPy on the batch
+        if means[-1] > 1000:  # plain Python control flow on the data
+            small = fn.flip(small)
+        return small, labels
+
+    pipe = define()
+    for _ in range(4):
+        (small, _) = pipe.run()
+    assert counts == {"definition": 4, "between": 4}
+    assert len(means) == 4
+    assert means[-1] == pytest.approx(float(small.as_array().mean()))
+
+
+def test_epochs_in_debug_mode_match_normal_mode() -> None:
+    epochs = {}
+    for debug in (False, True):
+        pipe = _photos_pipeline(debug=debug)
+        seen = []
+        for _ in range(2):
+            seen.append([b[1].as_array().reshape(-1).tolist() for b in pipe])
+        epochs[debug] = seen
+        pipe.close()
+    assert epochs[True] == epochs[False]
+    for epoch in epochs[True]:
+        assert len(epoch) == 5  # 15 files, batches of 3
+        assert sorted(v for batch in epoch for v in batch) == sorted([0, 1, 2, 3, 4] * 3)
+
+
+def test_partial_last_batch_in_debug_mode() -> None:
+    @pipeline_def(batch_size=4, num_threads=2, device_id=None, seed=2, debug=True)
+    def define() -> Any:
+        _, labels = fn.readers.file(file_root=str(IMAGES), random_shuffle=True)
+        return labels
+
+    pipe = define()
+    sizes = [len(labels) for (labels,) in pipe.epoch(last_batch_policy="partial")]
+    assert sizes == [4, 4, 4, 3]
+    assert list(pipe.epoch_size().values()) == [15]
+
+
+def test_iterable_external_source_goes_on_across_runs_in_debug_mode() -> None:
+    """Operators with state (an external source's iterator, readers) are made on the first
+    run and kept: the definition runs again, the iterator goes on."""
+    data = [[np.full((2,), k * 10 + i, np.int16) for i in range(2)] for k in range(3)]
+    results = {}
+    for debug in (False, True):
+
+        @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=4, debug=debug)
+        def define() -> Any:
+            return fn.external_source(source=data, cycle="quiet")
+
+        pipe = define()
+        results[debug] = [pipe.run()[0].as_array()[:, 0].tolist() for _ in range(5)]
+    assert results[True] == results[False] == [[0, 1], [10, 11], [20, 21], [0, 1], [10, 11]]
+
+
+# --- errors point at the user's line ----------------------------------------------------------
+
+
+def _user_frames(exc: BaseException) -> list[traceback.FrameSummary]:
+    return [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == THIS_FILE]
+
+
+def _ends_at(exc: BaseException, marker: str) -> None:
+    """The traceback contains the user's line and ends there (not inside augkit)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    line = _line_of(marker)
+    assert line in [f.lineno for f in frames if f.filename == THIS_FILE], frames
+    assert (frames[-1].filename, frames[-1].lineno) == (THIS_FILE, line), frames
+
+
+def _line_of(needle: str) -> int:
+    lines = pathlib.Path(THIS_FILE).read_text().splitlines()
+    hits = [k + 1 for k, line in enumerate(lines) if needle in line]
+    assert len(hits) == 1, (needle, hits)
+    return hits[0]
+
+
+class _Switch:
+    fail = True
+
+
+def _sometimes_broken(image: np.ndarray) -> np.ndarray:
+    if _Switch.fail and image.shape[0] > 0:
+        raise ZeroDivisionError("the user's function failed")  # USER-FUNCTION-LINE
+    return image
+
+
+@pipeline_def(batch_size=3, num_threads=2, device_id=None, seed=9, debug=True)
+def _failing(kind: str) -> Any:
+    jpegs, _ = fn.readers.file(file_root=str(IMAGES))
+    if kind == "rank":
+        return fn.resize(jpegs, resize_x=10, resize_y=10)  # RANK-LINE
+    images = fn.decoders.image(jpegs, output_type=types.RGB)
+    if kind == "argument":
+        return fn.rotate(images, angle=30, interp_type="nearest")  # ARGUMENT-LINE
+    if kind == "function":
+        return fn.python_function(images, function=_sometimes_broken)  # FUNCTION-LINE
+    return images
+
+
+def test_bad_argument_points_at_the_users_line() -> None:
+    pipe = _failing("argument")
+    with pytest.raises(ArgumentError, match=r"Rotate.*interp_type") as info:
+        pipe.run()
+    _ends_at(info.value, "# ARGUMENT" + "-LINE")
+
+
+def test_wrong_input_rank_names_operator_and_sample_at_the_users_line() -> None:
+    pipe = _failing("rank")
+    with pytest.raises(OperatorError) as info:
+        pipe.run()
+    error = info.value
+    assert error.operator.startswith("Resize") and error.operator in str(error)
+    assert error.sample_index == 0 and "sample #0" in str(error)
+    assert error.source_info == "animals/chelsea_cat.jpg"
+    _ends_at(error, "# RANK" + "-LINE")
+    # augkit's own frames stay in the chained cause, for whoever debugs augkit itself.
+    assert isinstance(error.__cause__, ValueError)
+
+
+def test_exception_in_a_user_function_points_at_both_lines_and_the_pipeline_goes_on() -> None:
+    pipe = _failing("function")
+    _Switch.fail = True
+    try:
+        with pytest.raises(OperatorError, match="sample #0") as info:
+            pipe.run()
+        error = info.value
+        assert "PythonFunction" in error.operator and "_sometimes_broken" in str(error)
+        _ends_at(error, "# FUNCTION" + "-LINE")
+        cause = error.__cause__
+        assert isinstance(cause, ZeroDivisionError)
+        _ends_at(cause, "# USER-FUNCTION" + "-LINE")
+        _Switch.fail = False
+        (images,) = pipe.run()  # the pipeline keeps working: the next batch
+        assert len(images) == 3
+        assert images.source_info() == [
+            "medical/cell_phase_microscopy.jpg",
+            "medical/immunohistochemistry.jpg",
+            "medical/retina_fundus.jpg",
+        ]
+    finally:
+        _Switch.fail = True
+
+
+def test_errors_do_not_break_the_pipeline() -> None:
+    pipe = _failing("rank")
+    for _ in range(2):
+        with pytest.raises(OperatorError):
+            pipe.run()
+    good = _failing("decode")
+    good.run()
+    (images,) = good.run()
+    assert len(images) == 3 and images.layout() == "HWC"
+
+
+def test_profile_and_readers_keep_one_name_per_operator_across_runs() -> None:
+    pipe = _photos_pipeline(exec_async=False)
+    for _ in range(3):
+        pipe.run()
+    rows = {r["operator"]: r for r in pipe.profile().rows}
+    assert {r["kind"] for r in rows.values()} == {"readers.File", "decoders.Image"}
+    assert all(r["calls"] == 3 for r in rows.values())
+    assert list(pipe.epoch_size()) == [n for n, r in rows.items() if r["kind"] == "readers.File"]
+
+
+def test_debug_mode_needs_a_definition() -> None:
+    pipe = Pipeline(batch_size=2, num_threads=1, device_id=None, debug=True)
+    with pipe:
+        pipe.set_outputs(fn.random.uniform())
+    with pytest.raises(GraphError, match="debug mode"):
+        pipe.run()
+
+
+def test_debug_mode_with_define_graph_subclass() -> None:
+    class Photos(Pipeline):
+        def __init__(self, debug: bool) -> None:
+            super().__init__(batch_size=3, num_threads=2, device_id=None, seed=8, debug=debug)
+            self.read = augkit.ops.readers.File(file_root=str(IMAGES), random_shuffle=True)
+            self.decode = augkit.ops.decoders.Image(output_type=types.RGB)
+            self.rotate = augkit.ops.Rotate()
+            self.angle = augkit.ops.random.Uniform(range=(-20, 20))
+
+        def define_graph(self) -> Any:
+            jpegs, labels = self.read()
+            small = fn.resize(self.decode(jpegs), size=SMALL)
+            return self.rotate(small, angle=self.angle()), labels
+
+    normal, debug = Photos(False), Photos(True)
+    for it in range(ITERATIONS):
+        _assert_same_batches(debug.run(), normal.run(), f"iteration {it}")
+    normal.close()
+
+
+def test_batches_of_finished_iterations_go_without_the_garbage_collector() -> None:
+    """Nodes and their operators refer to each other; the batches of an iteration must still
+    be freed as soon as nothing holds them, not at the next cyclic garbage collection (which
+    frees hundreds of MB at once and made debug mode 20% slower on the benchmark)."""
+    refs: list[weakref.ref[TensorList]] = []
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=1, debug=True)
+    def define() -> Any:
+        values = fn.random.uniform(shape=[1000])
+        refs.append(weakref.ref(values.get()))
+        return values * 2
+
+    pipe = define()
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            pipe.run()
+        assert refs[0]() is None and refs[1]() is None
+        assert refs[2]() is not None  # the last run's batches stay for inspection
+        # augkit.eager too: the result is the caller's alone.
+        result = weakref.ref(eager.cast(TensorList([np.zeros(8)] * 2), dtype=types.FLOAT))
+        assert result() is None
+    finally:
+        gc.enable()
+
+
+def test_an_input_of_another_size_than_the_per_sample_arguments_is_a_clear_error() -> None:
+    @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=1, debug=True)
+    def define() -> Any:
+        three = np.zeros((3, 6, 8, 3), np.uint8)
+        return fn.rotate(three, angle=fn.random.uniform(range=(0, 90)))  # SIZE-LINE
+
+    with pytest.raises(OperatorError, match="'angle' has 4 values, but the batch has 3") as info:
+        define().run()
+    _ends_at(info.value, "# SIZE" + "-LINE")
