@@ -72,6 +72,11 @@ class Pipeline:
         enable_memory_stats, enable_checkpointing, py_num_workers, py_start_method,
         py_callback_pickler, output_dtype, output_ndim, exec_dynamic: DALI's other
             arguments, accepted for compatibility.
+        py_num_workers: worker processes for Python operators (more than 1: they run there;
+            see ``augkit.operators.python_function``).
+        debug: run the definition eagerly on every ``run()`` (``augkit.debug``): nodes hold
+            their batches, any Python can run between operators, and the numbers are the
+            normal pipeline's.
 
     Example:
         >>> pipe = Pipeline(batch_size=2, num_threads=1, device_id=None, seed=1)
@@ -618,7 +623,3 @@ def pipeline_def(fn: Callable[..., Any] | None = None, **pipeline_kwargs: Any) -
         return factory
 
     return decorate(fn) if fn is not None else decorate
-
-
-def _names(nodes: Sequence[DataNode]) -> list[str]:
-    return [n.name for n in nodes]
