@@ -65,15 +65,17 @@ class Pipeline:
         device_id: the CUDA device for GPU operators; a pipeline of CPU operators runs
             without any GPU whatever this is. ``None`` means no GPU.
         seed: seed of every random choice in the pipeline (-1: a fresh one each time).
-        exec_pipelined, prefetch_queue_depth, exec_async: DALI's execution settings; accepted
-            (with the tutorial's ``exec_async=False, exec_pipelined=False`` too) and kept, and
-            results do not depend on them.
+        exec_pipelined, prefetch_queue_depth, exec_async: with both flags True (DALI's
+            defaults) up to ``prefetch_queue_depth`` batches are computed ahead in the
+            background (``augkit.prefetch``); the tutorial's ``exec_async=False,
+            exec_pipelined=False`` computes each batch when ``run()`` asks. Results do not
+            depend on them.
+        py_num_workers, py_start_method: worker processes for Python operators (more than 1:
+            they run there; see ``augkit.operators.python_function``) and how they start
+            ("fork": fork unless a CUDA context exists, then forkserver).
         bytes_per_sample, set_affinity, max_streams, default_cuda_stream_priority,
-        enable_memory_stats, enable_checkpointing, py_num_workers, py_start_method,
-        py_callback_pickler, output_dtype, output_ndim, exec_dynamic: DALI's other
-            arguments, accepted for compatibility.
-        py_num_workers: worker processes for Python operators (more than 1: they run there;
-            see ``augkit.operators.python_function``).
+        enable_memory_stats, enable_checkpointing, py_callback_pickler, output_dtype,
+        output_ndim, exec_dynamic: DALI's other arguments, accepted for compatibility.
         debug: run the definition eagerly on every ``run()`` (``augkit.debug``): nodes hold
             their batches, any Python can run between operators, and the numbers are the
             normal pipeline's.
