@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from augkit.operators.base import SampleOperator
 from augkit.tensors import TensorList
 
@@ -58,3 +60,19 @@ class ImageOperator(SampleOperator):
         batch = inputs[0]
         ndim = batch._samples[0].ndim
         return {"layout": image_layout(batch.layout(), ndim, need_channel=self.need_channel)}
+
+
+def check_image(
+    operator: str, sample: Any, layout: str, layouts: Sequence[str], dtypes: Sequence[np.dtype]
+) -> None:
+    """Raise ValueError, in words a user can act on, when ``sample`` is not a 3-D image of one
+    of ``layouts`` ("" counts as the first) with one of ``dtypes``."""
+    if sample.ndim != 3 or layout not in (*layouts, ""):
+        where = f" and layout {layout!r}" if layout else ""
+        raise ValueError(
+            f"{operator} needs images with layout {' or '.join(layouts)} (3 dimensions), got a "
+            f"sample of shape {tuple(sample.shape)}{where}"
+        )
+    if sample.dtype not in dtypes:
+        names = ", ".join(np.dtype(t).name for t in dtypes)
+        raise ValueError(f"{operator} takes images of type {names}; got {sample.dtype.name}")

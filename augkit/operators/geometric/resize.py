@@ -65,6 +65,7 @@ from PIL import Image
 from augkit import types
 from augkit.operators.base import SampleOperator
 from augkit.operators.geometric import resize_torch, warp
+from augkit.operators.layouts import check_image
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
@@ -413,15 +414,7 @@ def _requested(args: dict[str, Any]) -> tuple[tuple[float, float], str]:
 
 class ResizeImpl(SampleOperator):
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        if sample.ndim != 3 or layout not in ("HWC", "CHW", ""):
-            where = f" and layout {layout!r}" if layout else ""
-            raise ValueError(
-                f"resize needs images with layout HWC or CHW (3 dimensions), got a sample of "
-                f"shape {tuple(sample.shape)}{where}"
-            )
-        if sample.dtype not in _INPUT_TYPES:
-            names = ", ".join(t.name for t in _INPUT_TYPES)
-            raise ValueError(f"resize takes images of type {names}; got {sample.dtype.name}")
+        check_image("resize", sample, layout, ("HWC", "CHW"), _INPUT_TYPES)
 
     def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
         return {"layout": inputs[0].layout()}

@@ -37,6 +37,7 @@ import numpy as np
 from augkit import types
 from augkit.operators.base import SampleOperator
 from augkit.operators.geometric import warp
+from augkit.operators.layouts import check_image
 from augkit.operators.registry import (
     REQUIRED,
     Arg,
@@ -118,15 +119,7 @@ def _no_axis(value: Any) -> Any:
 
 class RotateImpl(SampleOperator):
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        if sample.ndim != 3 or layout not in ("HWC", ""):
-            where = f" and layout {layout!r}" if layout else ""
-            raise ValueError(
-                f"rotate needs images with layout HWC (3 dimensions), got a sample of shape "
-                f"{tuple(sample.shape)}{where}"
-            )
-        if sample.dtype not in _TYPES:
-            names = ", ".join(t.name for t in _TYPES)
-            raise ValueError(f"rotate takes images of type {names}; got {sample.dtype.name}")
+        check_image("rotate", sample, layout, ("HWC",), _TYPES)
 
     def cpu(
         self,
