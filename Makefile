@@ -38,7 +38,7 @@ lint: venv
 	$(BIN)/ruff format --check $(LINT_PATHS)
 
 test: lint
-	$(BIN)/python -m pytest $(if $(NOTEBOOKS),--nbval $(NOTEBOOKS) tests)
+	$(BIN)/python -m pytest $(if $(NOTEBOOKS),--nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(NOTEBOOKS) tests)
 
 format: venv
 	$(BIN)/ruff check --fix $(LINT_PATHS)
