@@ -152,6 +152,33 @@ def test_a_bare_viewer_displays_as_its_widget(viewer):
     assert viewer.image in viewer.root.children
 
 
+def test_where_widgets_are_not_rendered_the_text_says_what_is_shown(viewer):
+    """GitHub, nbviewer and a notebook opened without a kernel show the text/plain fallback:
+    the viewer's own summary, not a cut ``VBox(children=(HBox(...`` repr."""
+    viewer.sliders["edit"]["amount"].value = 35
+    text = viewer._repr_mimebundle_()["text/plain"]
+    assert text == repr(viewer)
+    assert text.splitlines() == [
+        "Viewer: edit (output 0): 6 samples, UINT8, layout none, shape (64, 64, 3)",
+        "fn.python_function(..., function=functools.partial(brighten, amount=35))  # edit",
+        "(a live widget: its buttons and sliders work in a running Jupyter kernel)",
+    ]
+    viewer.show("reader[1]")
+    assert repr(viewer).splitlines()[0] == (
+        "Viewer: reader[1] (output 1): 6 samples, INT32, layout none, shape (1,)"
+    )
+
+    def broken(image, amount=20):
+        raise RuntimeError("broken on purpose")
+
+    viewer.update(brighten=broken)
+    error = repr(viewer).splitlines()[-2]
+    assert error.startswith("error: OperatorError: operator edit (function ")
+    assert error.endswith(
+        "broken), sample #0 (animals/chelsea_cat.jpg): RuntimeError: broken on purpose"
+    )
+
+
 # --- buttons -------------------------------------------------------------------------------------
 def test_next_batch_shows_the_next_samples(viewer, pipe):
     before, files = viewer.image.value, viewer.batch.source_info()

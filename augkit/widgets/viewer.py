@@ -243,10 +243,31 @@ class Viewer:
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
-        display(self.root)
+        display(self._repr_mimebundle_(), raw=True)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.root._repr_mimebundle_(**kwargs)
+        """The widget, with this viewer's own text as the plain-text fallback (ipywidgets'
+        would be a cut ``VBox(children=(HBox(...`` repr): what GitHub, nbviewer and a
+        notebook opened without a kernel show."""
+        bundle = self.root._repr_mimebundle_(**kwargs)
+        if bundle is None:  # ipywidgets gives none when the widget cannot be displayed
+            return None
+        return {**bundle, "text/plain": repr(self)}
+
+    def __repr__(self) -> str:
+        """What is shown, the controls' values as code, and the last error, in plain text."""
+        name = self.node_picker.value
+        if name is None or self.batch is None:
+            lines = ["Viewer: no batch shown yet"]
+        else:
+            shown = min(len(self.batch), self.max_samples)
+            label = {value: text for text, value in self.node_picker.options}.get(name, name)
+            lines = [f"Viewer: {label}: {_summary_text(self.batch, shown)}"]
+        lines += self.code_text.splitlines()
+        if self.last_error is not None:
+            lines.append(f"error: {type(self.last_error).__name__}: {self.last_error}")
+        lines.append("(a live widget: its buttons and sliders work in a running Jupyter kernel)")
+        return "\n".join(lines)
 
     # --- actions ----------------------------------------------------------------------------------
     def _act(self, action: Callable[[], None]) -> None:
@@ -511,6 +532,10 @@ def _parameters(function: Callable[..., Any]) -> set[str]:
 
 
 def _summary(name: str, batch: TensorList, shown: int) -> str:
+    return f"<b>{html.escape(name)}</b>: {html.escape(_summary_text(batch, shown))}"
+
+
+def _summary_text(batch: TensorList, shown: int) -> str:
     shapes = batch.shape()
     if not shapes:
         shape = "no samples"
@@ -522,7 +547,7 @@ def _summary(name: str, batch: TensorList, shown: int) -> str:
     text = f"{len(batch)} samples, {batch.dtype.name}, layout {batch.layout() or 'none'}, {shape}"
     if shown < len(batch):
         text += f"; the first {shown} shown"
-    return f"<b>{html.escape(name)}</b>: {html.escape(text)}"
+    return text
 
 
 def _values_table(batch: TensorList, titles: list[str]) -> str:
