@@ -134,6 +134,9 @@ class Executor:
         ordinal = {node_id: k for k, node_id in enumerate(numbered)}
         self.nodes = nodes
         self.device_id = device_id
+        from augkit.static_checks import check_kinds  # inputs of known wrong kind, at build
+
+        check_kinds(nodes)
         self._check_devices(nodes)
         self.impls: dict[int, OperatorImpl] = {}
         for node in nodes:

@@ -40,10 +40,12 @@ from augkit.operators.geometric.crop import (
     fit_window,
 )
 from augkit.operators.geometric.flip import to_flag
-from augkit.operators.layouts import ImageOperator
+from augkit.operators.layouts import IMAGE_WITH_CHANNELS, ImageOperator
 from augkit.operators.registry import (
     Arg,
+    DataKind,
     OperatorSchema,
+    described,
     register,
     to_bool,
     to_dtype,
@@ -80,6 +82,7 @@ def normalization(
 
 
 def _nonzero(convert: Any) -> Any:
+    @described(f"{convert.allowed}, nonzero")
     def check(value: Any) -> Any:
         out = convert(value)
         if any(v == 0 for v in np.atleast_1d(out)):
@@ -89,6 +92,7 @@ def _nonzero(convert: Any) -> Any:
     return check
 
 
+@described("a layout string naming each axis once, e.g. 'CHW'")
 def _output_layout(value: Any) -> str:
     layout = to_str(value)
     if len(set(layout)) != len(layout):
@@ -177,11 +181,29 @@ class CropMirrorNormalize(ImageOperator):
         return self.args["output_layout"] or inputs[0].layout()
 
 
+def _output_kinds(args: dict[str, Any], inputs: Sequence[DataKind | None]) -> list[Any]:
+    """The input's number of dimensions, with ``output_layout`` (when the input's is known)."""
+    kind = inputs[0] if inputs else None
+    if kind is None or kind.ndim is None:
+        return [None]
+    layout = args.get("output_layout") or kind.layout
+    return [
+        DataKind(
+            ndim=kind.ndim,
+            layout=layout if kind.layout is not None else None,
+            content=kind.content,
+            what=f"normalized images{f' with layout {layout}' if layout else ''}",
+        )
+    ]
+
+
 register(
     OperatorSchema(
         name="crop_mirror_normalize",
         class_name="CropMirrorNormalize",
         impl=CropMirrorNormalize,
+        accepts=[IMAGE_WITH_CHANNELS],
+        output_kinds=_output_kinds,
         devices=("cpu", "gpu"),
         doc=(
             "Fused crop, mirror, normalization, channel padding, layout change and type "

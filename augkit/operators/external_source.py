@@ -16,6 +16,7 @@ from augkit.operators.base import OperatorImpl, RunContext, finish
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
+    described,
     register,
     to_bool,
     to_dtype,
@@ -25,6 +26,16 @@ from augkit.operators.registry import (
 from augkit.tensors import TensorList
 
 
+@described("a function, or an iterable of batches")
+def _source(value: Any) -> Any:
+    if isinstance(value, (str, bytes)) or not (callable(value) or hasattr(value, "__iter__")):
+        raise TypeError(
+            f"expected a function or an iterable of batches, got {type(value).__name__}"
+        )
+    return value
+
+
+@described("True, False, 'quiet' or 'raise'")
 def _cycle(value: Any) -> Any:
     if value in (True, False, "quiet", "raise"):
         return value
@@ -121,6 +132,7 @@ class ExternalSource(OperatorImpl):
         )
 
 
+@described("a layout string, or one per output")
 def _layout(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return tuple(to_str(v) for v in value)
@@ -140,7 +152,7 @@ register(
         "one array whose first axis is the batch), optionally taking the iteration number, or "
         "an iterable of batches. With ``num_outputs`` it returns that many batches per call.",
         args=[
-            Arg("source", "callable or iterable giving batches", None),
+            Arg("source", "callable or iterable giving batches", None, _source),
             Arg("num_outputs", "number of outputs the source gives per call", None, to_int(1)),
             Arg("layout", "layout of the samples (one per output, or one for all)", "", _layout),
             Arg(

@@ -12,7 +12,20 @@ from typing import Any
 import numpy as np
 
 from augkit.operators.base import SampleOperator
+from augkit.operators.registry import NOT_PIXELS, InputSpec
 from augkit.tensors import TensorList
+
+# What image operators accept (OperatorSchema.accepts), checked when a pipeline is built.
+ANY_IMAGE = InputSpec(
+    "an image (2 or more dimensions: HW, HWC, CHW, or a layout with H and W axes)",
+    min_ndim=2,
+    refuses=NOT_PIXELS,
+)
+IMAGE_WITH_CHANNELS = InputSpec(
+    "an image with a channel axis (HWC, CHW, ...: 3 or more dimensions)",
+    min_ndim=3,
+    refuses=NOT_PIXELS,
+)
 
 # Layouts assumed for an input that has none, by number of dimensions.
 _DEFAULT_LAYOUTS = {2: "HW", 3: "HWC"}

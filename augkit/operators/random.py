@@ -14,7 +14,9 @@ from augkit import types
 from augkit.operators.base import SampleOperator
 from augkit.operators.registry import (
     Arg,
+    DataKind,
     OperatorSchema,
+    described,
     register,
     to_dtype,
     to_float,
@@ -31,11 +33,17 @@ def _dtype_arg(default: types.DALIDataType) -> Arg:
     return Arg("dtype", "output data type", default, to_dtype)
 
 
+@described("(low, high), two numbers with low < high")
 def _range(value: Any) -> tuple[float, float]:
     low, high = to_floats(2)(value)
     if not low < high:
         raise ValueError(f"range must be (low, high) with low < high, got ({low}, {high})")
     return low, high
+
+
+def _kinds(args: dict[str, Any], inputs: Any) -> list[DataKind]:
+    ndim = len(args.get("shape") or ())
+    return [DataKind(ndim=ndim, layout="", content="numbers", what=f"{ndim}-D random values")]
 
 
 class Uniform(SampleOperator):
@@ -80,6 +88,7 @@ register(
         impl=Uniform,
         min_inputs=0,
         max_inputs=0,
+        output_kinds=_kinds,
         aliases=("Uniform",),
         doc="Values drawn uniformly from ``range`` [low, high), or from the discrete ``values``.",
         args=[
@@ -103,6 +112,7 @@ register(
         impl=CoinFlip,
         min_inputs=0,
         max_inputs=0,
+        output_kinds=_kinds,
         aliases=("CoinFlip",),
         doc="1 with probability ``probability``, else 0 (e.g. ``mirror=fn.random.coin_flip()``).",
         args=[

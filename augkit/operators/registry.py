@@ -42,6 +42,9 @@ class Arg:
         convert: checks a value and returns it normalised (``None``: taken as it is).
         per_sample: the argument may be a DataNode (one value per sample, DALI's "argument
             input"), e.g. ``angle=fn.random.uniform(range=(-30, 30))``.
+
+    Without ``convert``, a default of type bool, int, float or str makes the argument take
+    values of that type (DALI's typed arguments); other arguments are taken as they are.
     """
 
     name: str
@@ -50,38 +53,95 @@ class Arg:
     convert: Callable[[Any], Any] | None = None
     per_sample: bool = False
 
+    def __post_init__(self) -> None:
+        if self.convert is None and type(self.default) in _CONVERTER_OF_TYPE:
+            object.__setattr__(self, "convert", _CONVERTER_OF_TYPE[type(self.default)]())
+
+    @property
+    def allowed(self) -> str | None:
+        """The values the argument takes, in words ("an integer >= 0"), where its converter
+        says (see ``described``)."""
+        return getattr(self.convert, "allowed", None)
+
     def check(self, value: Any, operator: str) -> Any:
         if self.convert is None or value is None:
             return value
         try:
             return self.convert(value)
-        except (TypeError, ValueError) as exc:
-            raise ArgumentError(f"{operator}: argument '{self.name}': {exc}") from None
+        except (TypeError, ValueError, OverflowError) as exc:
+            message = f"{operator}: argument '{self.name}': {exc}"
+            allowed = self.allowed
+            bounds = _bounds(
+                getattr(self.convert, "low", None), getattr(self.convert, "high", None)
+            )
+            if allowed and allowed not in message and not (bounds and bounds in message):
+                message += f" (allowed: {allowed})"
+            raise ArgumentError(message) from None
 
 
-# Arguments every operator takes, as in DALI.
-COMMON_ARGS = (
-    Arg("device", 'where the operator runs: "cpu" or "gpu" ("mixed" for decoders)', "cpu"),
-    Arg(
-        "seed",
-        "seed of the operator's random streams (-1: derived from the pipeline's seed)",
-        -1,
-        lambda v: _int(v, -1),
-    ),
-    Arg(
-        "name",
-        "the operator's name in the graph, for errors, epoch_size() and the viewer",
-        None,
-        lambda v: _str(v),
-    ),
-    Arg(
-        "preserve",
-        "keep the operator in the graph even when no output uses it",
-        False,
-        lambda v: _bool(v),
-    ),
-    Arg("bytes_per_sample_hint", "accepted for DALI compatibility; augkit sizes buffers itself", 0),
-)
+@dataclass(frozen=True)
+class DataKind:
+    """What the samples of an operator's output are, as far as it is known before anything runs
+    (for the checks ``Pipeline.build()`` makes, ``augkit.static_checks``).
+
+    Attributes:
+        ndim: the number of dimensions of every sample (``None``: not known).
+        layout: the layout ("HWC"; "" for none; ``None``: not known).
+        content: ``"encoded"`` (a file's bytes), ``"labels"``, ``"pixels"``, ``"numbers"``, or
+            "" (not known).
+        what: the samples in words, for messages: "1-D encoded bytes from readers.file".
+        hint: what to do with them to get an image: "decode them first with fn.decoders.image".
+    """
+
+    ndim: int | None = None
+    layout: str | None = None
+    content: str = ""
+    what: str = ""
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """What an operator's input must be (``OperatorSchema.accepts``); a ``DataKind`` that is
+    known and does not fit is refused when the pipeline is built.
+
+    Attributes:
+        what: in words, for messages: 'an image with layout HWC or CHW (3 dimensions)'.
+        ndims: the numbers of dimensions accepted (``None``: any).
+        min_ndim: the fewest dimensions accepted.
+        layouts: the layouts accepted when the input has one (``None``: any).
+        refuses: contents (``DataKind.content``) that are refused whatever their shape.
+    """
+
+    what: str
+    ndims: tuple[int, ...] | None = None
+    min_ndim: int = 0
+    layouts: tuple[str, ...] | None = None
+    refuses: tuple[str, ...] = ()
+
+    def refusal(self, kind: DataKind | None) -> bool:
+        """Whether ``kind`` is known not to fit (unknown kinds always pass)."""
+        if kind is None:
+            return False
+        if kind.content and kind.content in self.refuses:
+            return True
+        if kind.ndim is not None and (
+            kind.ndim < self.min_ndim or (self.ndims is not None and kind.ndim not in self.ndims)
+        ):
+            return True
+        return bool(kind.layout) and self.layouts is not None and kind.layout not in self.layouts
+
+
+# An image input of an operator that computes on pixels: encoded files and labels are refused.
+NOT_PIXELS = ("encoded", "labels")
+
+OutputKinds = Callable[[dict[str, Any], Sequence[DataKind | None]], Sequence[DataKind | None]]
+
+
+def keeps_kind(args: dict[str, Any], inputs: Sequence[DataKind | None]) -> list[DataKind | None]:
+    """``output_kinds`` of an operator whose one output is of its first input's kind (the same
+    number of dimensions and layout: flip, resize, cast...)."""
+    return [inputs[0] if inputs else None]
 
 
 @dataclass
@@ -104,6 +164,10 @@ class OperatorSchema:
         input_sets: calling the ``ops`` object with lists runs it once per list element.
         validate: checks between the arguments given together (``{name: value or node}``);
             raises ``ValueError`` with a plain message, reported as an ``ArgumentError``.
+        accepts: what each positional input must be (an ``InputSpec``, or ``None``: anything),
+            checked when the pipeline is built (``augkit.static_checks``); ``None``: anything.
+        output_kinds: ``output_kinds(args, input_kinds)`` -> the ``DataKind`` of each output
+            (``None`` for one that is not known), e.g. ``keeps_kind``; ``None``: all unknown.
     """
 
     name: str
@@ -120,6 +184,8 @@ class OperatorSchema:
     module: str = ""
     input_sets: bool = True
     validate: Callable[[dict[str, Any]], None] | None = None
+    accepts: Sequence[InputSpec | None] | None = None
+    output_kinds: OutputKinds | None = None
     arguments: dict[str, Arg] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -184,6 +250,29 @@ def register(schema: OperatorSchema) -> OperatorSchema:
 
 
 # --- converters: check a value, return it normalised ----------------------------------------
+#
+# A converter raises TypeError/ValueError with a plain message; those made here also say what
+# they take (``allowed``, shown in messages and generated docs) and, for numbers, their range
+# (``low``/``high``), which tests use to try values outside it.
+
+
+def described(
+    allowed: str, low: float | None = None, high: float | None = None
+) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
+    """Decorator for a converter: record the values it takes, in words, and its numeric range.
+
+    Example:
+        >>> @described("a nonzero number")
+        ... def nonzero(value): ...
+    """
+
+    def mark(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        convert.allowed = allowed  # type: ignore[attr-defined]
+        convert.low = low  # type: ignore[attr-defined]
+        convert.high = high  # type: ignore[attr-defined]
+        return convert
+
+    return mark
 
 
 def _scalar(value: Any) -> Any:
@@ -199,7 +288,12 @@ def _scalar(value: Any) -> Any:
 def _int(value: Any, low: float | None = None, high: float | None = None) -> int:
     value = _scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and float(value).is_integer():
+        if (
+            isinstance(value, numbers.Real)
+            and not isinstance(value, bool)
+            and np.isfinite(float(value))
+            and float(value).is_integer()
+        ):
             value = int(value)
         else:
             raise TypeError(f"expected an integer, got {value!r}")
@@ -220,7 +314,7 @@ def _float(value: Any, low: float | None = None, high: float | None = None) -> f
 
 def _bool(value: Any) -> bool:
     value = _scalar(value)
-    if isinstance(value, (bool, np.bool_)) or value in (0, 1):
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, numbers.Real) and value in (0, 1)):
         return bool(value)
     raise TypeError(f"expected True or False, got {value!r}")
 
@@ -231,32 +325,57 @@ def _str(value: Any) -> str:
     return value
 
 
+def _bounds(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"between {low} and {high}"
+    if low is not None:
+        return f">= {low}"
+    return f"<= {high}" if high is not None else ""
+
+
 def _check_range(value: float, low: float | None, high: float | None) -> None:
     if (low is not None and value < low) or (high is not None and value > high):
-        bounds = (
-            f"between {low} and {high}"
-            if low is not None and high is not None
-            else f">= {low}"
-            if low is not None
-            else f"<= {high}"
-        )
-        raise ValueError(f"must be {bounds}, got {value}")
+        raise ValueError(f"must be {_bounds(low, high)}, got {value}")
+
+
+def _in(kind: str, low: float | None, high: float | None) -> str:
+    """ "an integer >= 0": a kind of value and its range, in words."""
+    bounds = _bounds(low, high)
+    return f"{kind} {bounds}" if bounds else kind
 
 
 def to_int(low: float | None = None, high: float | None = None) -> Callable[[Any], int]:
-    return lambda v: _int(v, low, high)
+    return described(_in("an integer", low, high), low, high)(lambda v: _int(v, low, high))
 
 
 def to_float(low: float | None = None, high: float | None = None) -> Callable[[Any], float]:
-    return lambda v: _float(v, low, high)
+    return described(_in("a number", low, high), low, high)(lambda v: _float(v, low, high))
 
 
+@described("True or False")
 def to_bool(value: Any) -> bool:
     return _bool(value)
 
 
+@described("a string")
 def to_str(value: Any) -> str:
     return _str(value)
+
+
+@described("an integer >= 0 or a list of them", 0)
+def _bytes_hint(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_int(v, 0) for v in value)
+    return _int(value, 0)
+
+
+# Converters for arguments declared without one, by the type of their default (Arg).
+_CONVERTER_OF_TYPE: dict[type, Callable[[], Callable[[Any], Any]]] = {
+    bool: lambda: to_bool,
+    int: to_int,
+    float: to_float,
+    str: lambda: to_str,
+}
 
 
 def to_floats(
@@ -281,7 +400,12 @@ def to_floats(
             raise ValueError(f"expected {length} numbers, got {len(out)}")
         return out
 
-    return convert
+    if length is not None:
+        what = f"a list of {length} numbers"
+    else:
+        what = "a number or a list of numbers" if scalar_ok else "a list of numbers"
+    bounds = _bounds(low, high)
+    return described(f"{what}, each {bounds}" if bounds else what, low, high)(convert)
 
 
 def to_ints(length: int | None = None, low: float | None = None) -> Callable[[Any], tuple]:
@@ -290,14 +414,22 @@ def to_ints(length: int | None = None, low: float | None = None) -> Callable[[An
     def convert(value: Any) -> tuple[int, ...]:
         return tuple(_int(v, low) for v in floats(value))
 
-    return convert
+    what = f"a list of {length} integers" if length is not None else "a list of integers"
+    return described(f"{what}, each >= {low}" if low is not None else what, low)(convert)
 
 
 def one_of(*choices: Any) -> Callable[[Any], Any]:
+    names = ", ".join(repr(c) for c in choices)
+
+    @described(f"one of {names}")
     def convert(value: Any) -> Any:
-        if value not in choices:
+        try:
+            known = value in choices
+        except Exception:  # a value whose == does not give a bool (an array)
+            known = False
+        if not known:
             raise ValueError(
-                f"must be one of {', '.join(repr(c) for c in choices)}, got {value!r}"
+                f"must be one of {names}, got {value!r}"
                 f"{suggest(value, choices) if isinstance(value, str) else ''}"
             )
         return value
@@ -305,10 +437,12 @@ def one_of(*choices: Any) -> Callable[[Any], Any]:
     return convert
 
 
+@described("a data type: types.UINT8, types.FLOAT, ... or a NumPy dtype")
 def to_dtype(value: Any) -> types.DALIDataType:
     return types.to_dtype(value)
 
 
+@described("types.RGB, types.BGR or types.GRAY")
 def to_image_type(value: Any) -> types.DALIImageType:
     if isinstance(value, str) and value.upper() in ("RGB", "BGR", "GRAY"):
         return types.DALIImageType[value.upper()]
@@ -320,6 +454,10 @@ def to_image_type(value: Any) -> types.DALIImageType:
     raise ValueError(f"expected types.RGB, types.BGR or types.GRAY, got {value!r}")
 
 
+_INTERP_NAMES = ", ".join(f"types.{m}" for m in types.DALIInterpType.__members__)
+
+
+@described(f"one of {_INTERP_NAMES}")
 def to_interp(value: Any) -> types.DALIInterpType:
     value = _scalar(value)
     if isinstance(value, (types.DALIInterpType, int)) and not isinstance(value, bool):
@@ -327,19 +465,50 @@ def to_interp(value: Any) -> types.DALIInterpType:
             return types.DALIInterpType(value)
         except ValueError:
             pass
-    names = ", ".join(f"types.{m}" for m in types.DALIInterpType.__members__)
-    raise ValueError(f"expected one of {names}, got {value!r}")
+    raise ValueError(f"expected one of {_INTERP_NAMES}, got {value!r}")
 
 
+@described("a function")
 def to_callable(value: Any) -> Callable[..., Any]:
     if not callable(value):
         raise TypeError(f"expected a function, got {value!r}")
     return value
 
 
+@described("a layout string or a list of them")
 def to_layouts(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         return tuple(value)
     raise TypeError(f"expected a layout string or a list of them, got {value!r}")
+
+
+# Arguments every operator takes, as in DALI (after the converters they use).
+COMMON_ARGS = (
+    Arg("device", 'where the operator runs: "cpu" or "gpu" ("mixed" for decoders)', "cpu"),
+    Arg(
+        "seed",
+        "seed of the operator's random streams (-1: derived from the pipeline's seed)",
+        -1,
+        to_int(-1),
+    ),
+    Arg(
+        "name",
+        "the operator's name in the graph, for errors, epoch_size() and the viewer",
+        None,
+        to_str,
+    ),
+    Arg(
+        "preserve",
+        "keep the operator in the graph even when no output uses it",
+        False,
+        to_bool,
+    ),
+    Arg(
+        "bytes_per_sample_hint",
+        "accepted for DALI compatibility; augkit sizes buffers itself",
+        0,
+        _bytes_hint,
+    ),
+)

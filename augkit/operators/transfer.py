@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from augkit import backend
 from augkit.operators.base import OperatorImpl, RunContext
-from augkit.operators.registry import OperatorSchema, register
+from augkit.operators.registry import OperatorSchema, keeps_kind, register
 from augkit.tensors import TensorList
 
 
@@ -29,7 +29,13 @@ class _ToCPU(OperatorImpl):
 
 register(
     OperatorSchema(
-        "_to_gpu", "_ToGPU", _ToGPU, "Copy a batch to the GPU.", devices=("gpu",), module="internal"
+        "_to_gpu",
+        "_ToGPU",
+        _ToGPU,
+        "Copy a batch to the GPU.",
+        devices=("gpu",),
+        module="internal",
+        output_kinds=keeps_kind,
     )
 )
 register(
@@ -40,6 +46,7 @@ register(
         "Copy a batch to the host.",
         devices=("cpu",),
         module="internal",
+        output_kinds=keeps_kind,
     )
 )
 

@@ -26,7 +26,15 @@ import numpy as np
 from augkit import backend
 from augkit.operators.base import SampleOperator
 from augkit.operators.color.cast import convert_sat
-from augkit.operators.registry import Arg, OperatorSchema, register, to_dtype, to_float
+from augkit.operators.registry import (
+    Arg,
+    InputSpec,
+    OperatorSchema,
+    keeps_kind,
+    register,
+    to_dtype,
+    to_float,
+)
 
 
 def contrast_center_for(dtype: Any) -> float:
@@ -82,6 +90,8 @@ register(
         name="brightness_contrast",
         class_name="BrightnessContrast",
         impl=BrightnessContrast,
+        accepts=[InputSpec("image data (decoded pixels, not encoded files)", refuses=("encoded",))],
+        output_kinds=keeps_kind,
         devices=("cpu", "gpu"),
         doc=(
             "Adjusts brightness and contrast: ``out = brightness_shift * output_range + "

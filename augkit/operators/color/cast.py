@@ -33,7 +33,7 @@ import numpy as np
 
 from augkit import backend
 from augkit.operators.base import SampleOperator
-from augkit.operators.registry import REQUIRED, Arg, OperatorSchema, register, to_dtype
+from augkit.operators.registry import REQUIRED, Arg, OperatorSchema, keeps_kind, register, to_dtype
 
 
 def round_half_away(x: Any, xp: Any = np) -> Any:
@@ -110,6 +110,7 @@ register(
         name="cast",
         class_name="Cast",
         impl=Cast,
+        output_kinds=keeps_kind,
         devices=("cpu", "gpu"),
         doc=(
             "Casts the data to ``dtype`` with DALI's saturating conversion: floats are rounded "

@@ -34,10 +34,11 @@ import numpy as np
 
 from augkit import backend
 from augkit.operators.color.cast import convert_sat, round_half_away
-from augkit.operators.layouts import ImageOperator
+from augkit.operators.layouts import ANY_IMAGE, ImageOperator
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
+    keeps_kind,
     one_of,
     register,
     to_dtype,
@@ -296,6 +297,8 @@ register(
         name="crop",
         class_name="Crop",
         impl=Crop,
+        accepts=[ANY_IMAGE],
+        output_kinds=keeps_kind,
         devices=("cpu", "gpu"),
         doc=(
             "Crops each image to a window of ``crop`` = (H, W) (or ``crop_h``/``crop_w``) "

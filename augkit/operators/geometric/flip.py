@@ -18,12 +18,21 @@ from __future__ import annotations
 from typing import Any
 
 from augkit import backend
-from augkit.operators.layouts import ImageOperator
-from augkit.operators.registry import Arg, OperatorSchema, register, to_bool, to_int
+from augkit.operators.layouts import ANY_IMAGE, ImageOperator
+from augkit.operators.registry import (
+    Arg,
+    OperatorSchema,
+    described,
+    keeps_kind,
+    register,
+    to_bool,
+    to_int,
+)
 
 _to_int = to_int()
 
 
+@described("0 or 1 (or True/False); nonzero flips")
 def to_flag(value: Any) -> bool:
     """A flip flag: an int (nonzero: flip) or a bool."""
     try:
@@ -63,6 +72,8 @@ register(
         name="flip",
         class_name="Flip",
         impl=Flip,
+        accepts=[ANY_IMAGE],
+        output_kinds=keeps_kind,
         devices=("cpu", "gpu"),
         doc=(
             "Flips images: left-right when ``horizontal`` is nonzero (the default), top-bottom "

@@ -67,8 +67,12 @@ from augkit.operators.base import SampleOperator
 from augkit.operators.geometric import resize_torch, warp
 from augkit.operators.layouts import check_image
 from augkit.operators.registry import (
+    NOT_PIXELS,
     Arg,
+    InputSpec,
     OperatorSchema,
+    described,
+    keeps_kind,
     one_of,
     register,
     to_bool,
@@ -268,6 +272,7 @@ def _check_arguments(given: dict[str, Any]) -> None:
         raise ValueError("'roi_start' and 'roi_end' must be given together.")
 
 
+@described("1 or 2 numbers (H, W)")
 def _extent(value: Any) -> tuple[float, ...]:
     """(H, W) from two numbers, or one number for both."""
     values = to_floats()(value)
@@ -276,6 +281,7 @@ def _extent(value: Any) -> tuple[float, ...]:
     return values if len(values) == 2 else values * 2
 
 
+@described("0 (augkit resizes 2-D images only)")
 def _no_volumes(value: Any) -> float:
     value = to_float()(value)
     if value != 0:
@@ -476,6 +482,15 @@ register(
         name="resize",
         class_name="Resize",
         impl=ResizeImpl,
+        accepts=[
+            InputSpec(
+                "an image with layout HWC or CHW (3 dimensions)",
+                ndims=(3,),
+                layouts=("HWC", "CHW"),
+                refuses=NOT_PIXELS,
+            )
+        ],
+        output_kinds=keeps_kind,
         validate=_check_arguments,
         doc="""Resize images (layout HWC or CHW), as DALI's ``fn.resize``.
 

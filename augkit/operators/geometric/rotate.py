@@ -39,9 +39,13 @@ from augkit.operators.base import SampleOperator
 from augkit.operators.geometric import warp
 from augkit.operators.layouts import check_image
 from augkit.operators.registry import (
+    NOT_PIXELS,
     REQUIRED,
     Arg,
+    InputSpec,
     OperatorSchema,
+    described,
+    keeps_kind,
     register,
     to_bool,
     to_dtype,
@@ -96,6 +100,7 @@ def _round_size(value: float) -> int:
     return max(1, math.floor(value + 0.5))
 
 
+@described("2 positive numbers (H, W)", 0)
 def _size(value: Any) -> tuple[float, float]:
     out = to_floats(2)(value)
     if min(out) <= 0:
@@ -103,6 +108,7 @@ def _size(value: Any) -> tuple[float, float]:
     return out
 
 
+@described("types.INTERP_NN or types.INTERP_LINEAR")
 def _interp(value: Any) -> types.DALIInterpType:
     interp = to_interp(value)
     if interp not in (types.INTERP_NN, types.INTERP_LINEAR):
@@ -113,6 +119,7 @@ def _interp(value: Any) -> types.DALIInterpType:
     return interp
 
 
+@described("None (augkit rotates 2-D images only)")
 def _no_axis(value: Any) -> Any:
     raise ValueError("augkit's rotate handles 2-D images (HWC); 'axis' is for volumes")
 
@@ -156,6 +163,15 @@ register(
         name="rotate",
         class_name="Rotate",
         impl=RotateImpl,
+        accepts=[
+            InputSpec(
+                "an image with layout HWC (3 dimensions)",
+                ndims=(3,),
+                layouts=("HWC",),
+                refuses=NOT_PIXELS,
+            )
+        ],
+        output_kinds=keeps_kind,
         doc="""Rotate images (layout HWC) by ``angle`` degrees, counter-clockwise as seen on
 screen, about the image centre, as DALI's ``fn.rotate``.
 
