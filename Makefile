@@ -44,8 +44,14 @@ format: venv
 	$(BIN)/ruff check --fix $(LINT_PATHS)
 	$(BIN)/ruff format $(LINT_PATHS)
 
+# Runs the Python operators notebook headless: the executed copy and its image grids (PNG, saved
+# by the notebook where AUGKIT_OUT points) land in out/.
 demo: venv
-	$(BIN)/python examples/tutorial.py --out out
+	mkdir -p out
+	rm -f out/*.png
+	AUGKIT_OUT=$(CURDIR)/out $(BIN)/jupyter nbconvert --to notebook --execute --output-dir out \
+		notebooks/python_operators.ipynb
+	@ls out/python_operators.ipynb out/*.png
 
 lab: venv
 	mkdir -p notebooks
