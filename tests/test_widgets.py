@@ -391,6 +391,20 @@ def test_update_by_operator_name_with_a_new_signature(viewer, pipe):
     assert "functools.partial(brighten, amount=30, gain=0.5)" in viewer.code_text
 
 
+def test_update_closes_the_controls_it_replaces(viewer):
+    """Replaced sliders, their boxes and headers are closed: they would stay in the kernel and
+    in the widget state a saved notebook keeps, one set per update()."""
+    old_slider = viewer.sliders["edit"]["amount"]
+    (old_box,) = viewer._controls_box.children
+    viewer.update(brighten=darken)
+    for widget in (old_slider, old_slider.layout, old_slider.style, old_box, old_box.children[0]):
+        assert widget.comm is None, widget
+    new_slider = viewer.sliders["edit"]["amount"]
+    assert new_slider.comm is not None and new_slider in viewer._controls_box.children[0].children
+    new_slider.value = 15  # the new control works
+    assert viewer.error.value == ""
+
+
 def test_update_of_an_unknown_function_raises(viewer):
     with pytest.raises(ArgumentError, match=r"no Python operator named 'brigthen'.*'brighten'"):
         viewer.update(brigthen=darken)

@@ -235,9 +235,12 @@ class Viewer:
                     f"named {key!r} (have: {', '.join(known) or 'none'}){suggest(key, known)}"
                 )
             targets.update(dict.fromkeys(hits, function))
+        retired: list[widgets.Widget] = []
         for operator, function in targets.items():
+            retired += self._controls[operator].widgets.values()
             self._replace(self._controls[operator], function)
         self._show_controls()
+        _close(*retired)
         self._act(lambda: self._apply(list(targets)))
 
     def _ipython_display_(self) -> None:
@@ -455,7 +458,10 @@ class Viewer:
             if controls.operator != controls.function_name:
                 header += f" <span style='color:#777'>({html.escape(controls.operator)})</span>"
             boxes.append(widgets.VBox([widgets.HTML(header), *controls.widgets.values()]))
+        retired = self._controls_box.children
         self._controls_box.children = boxes
+        for box in retired:  # the box and its header; its controls are closed by update()
+            _close(box, box.children[0])
         self._code_box.layout.display = None if boxes else "none"
         self._show_code()
 
@@ -513,6 +519,15 @@ class Viewer:
                 with contextlib.suppress(TraitError):  # out of the new range: keep the new one
                     widget.value = old.widgets[name].value
         self._adopt(new)
+
+
+def _close(*items: widgets.Widget) -> None:
+    """Close widgets that are shown no more, with their own layout and style: an open widget
+    stays in the kernel, and in the widget state a notebook saves, until it is closed."""
+    for item in items:
+        for part in (getattr(item, "layout", None), getattr(item, "style", None), item):
+            if isinstance(part, widgets.Widget):
+                part.close()
 
 
 def _function_name(function: Callable[..., Any]) -> str:
