@@ -173,7 +173,35 @@ class DebugSession:
             self._iteration_batch = len(outs[0])
         for data, batch in zip(node.outputs, outs, strict=True):
             data.value = batch
+        if getattr(impl, "skips", False) and outs[0]._decoded is not None:
+            self._refill(node, impl, ctx, outs[0])
         self.nodes.extend(node.outputs)
+
+    def _refill(self, node: OperatorNode, impl: Any, ctx: RunContext, out: TensorList) -> None:
+        """``on_error="skip"`` in debug mode: the decoder left samples out of a batch its
+        reader had already delivered, so the reader replaces them now with its next good
+        samples, and the reader's outputs (labels too) and the decoder's become the batches
+        the normal pipeline gives. Outside a reader (an array given as input, eager calls)
+        the batch stays shorter, and the skips are still reported."""
+        data = node.inputs[0]
+        reader = next(
+            (r for r in self._impls.values() if r.name == data.source.name and r.is_source),
+            None,
+        )
+        if reader is None or not hasattr(reader, "refill") or data.index != 0:
+            return
+        source = data.source
+        batches = reader.refill(
+            ctx,
+            [d.value for d in source.outputs],
+            impl.name,
+            out._decoded,
+            impl.try_decode,
+            out._skipped,
+        )
+        for output, batch in zip(source.outputs, batches, strict=True):
+            output.value = batch
+        node.outputs[0].value = impl.run(ctx, [batches[data.index]], {})[0]
 
     def _impl(self, node: OperatorNode, position: int, group: int | None) -> OperatorImpl:
         impl = self._impls.get(position)

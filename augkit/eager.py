@@ -40,6 +40,7 @@ import numpy as np
 
 import augkit.operators  # noqa: F401  (fills the registry)
 from augkit.debug import DebugSession
+from augkit.errors import OperatorError, report_skips
 from augkit.executor import Executor, Timings
 from augkit.frontends import operator_class
 from augkit.graph import DataNode, tracing
@@ -144,6 +145,11 @@ def call(schema: OperatorSchema, *inputs: Any, batch_size: int | None = None, **
             out = operator_class(schema)(**kwargs)(*nodes)
         if out is None:
             return None
+        batches = [d.value for d in session.nodes]
+        if kind == "sample":  # one sample, skipped: nothing is left to return
+            for record in (r for b in batches for r in b._skipped):
+                raise OperatorError(record.reason, operator=record.operator, sample_index=0)
+        report_skips(batches, [], stacklevel=4)
         if isinstance(out, DataNode):
             return _back(out.get(), kind)
         return tuple(_back(node.get(), kind) for node in out)

@@ -9,7 +9,10 @@ traceback (and the user's line) is shown below augkit's message.
 from __future__ import annotations
 
 import difflib
+import warnings
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 
 class AugkitError(Exception):
@@ -64,3 +67,54 @@ def suggest(name: str, valid: Iterable[str]) -> str:
 
 class RaggedBatchError(AugkitError, ValueError):
     """A dense batch was asked of a batch whose samples have different shapes."""
+
+
+class SkippedSampleWarning(UserWarning):
+    """A sample was skipped (``decoders.image(..., on_error="skip")``) and replaced by the
+    reader's next one. The pipeline keeps every such record in ``Pipeline.skipped``."""
+
+
+@dataclass(frozen=True)
+class SkippedSample:
+    """One sample a decoder skipped with ``on_error="skip"``.
+
+    Attributes:
+        operator: the decoder that could not decode it (or ``reader`` when the file could not
+            even be read).
+        reader: the reader that delivered it ("" outside a pipeline).
+        source_info: the sample's name as the reader lists it, e.g. ``"animals/cat.jpg"``.
+        path: the file's absolute path ("" when the sample did not come from a file).
+        reason: what was wrong, in plain words.
+        iteration: the pipeline iteration whose batch it would have been in.
+    """
+
+    operator: str
+    reader: str
+    source_info: str
+    path: str
+    reason: str
+    iteration: int
+
+    def __str__(self) -> str:
+        where = self.path or self.source_info or "a sample"
+        return f"{self.operator} skipped {where} (iteration {self.iteration}): {self.reason}"
+
+
+def report_skips(batches: Iterable[Any], into: list[SkippedSample], stacklevel: int = 3) -> None:
+    """Move the skip records that ``batches`` carry (``TensorList._skipped``) into ``into``,
+    with a ``SkippedSampleWarning`` for each, so that no skipped sample goes unreported."""
+    seen: set[int] = set()
+    for batch in batches:
+        records = getattr(batch, "_skipped", None)
+        if not records or id(batch) in seen:
+            continue
+        seen.add(id(batch))
+        for record in records:
+            into.append(record)
+            warnings.warn(
+                f"{record}; replaced by the next sample (all skips: Pipeline.skipped)"
+                if record.reader
+                else f"{record}; left out of the batch",
+                SkippedSampleWarning,
+                stacklevel=stacklevel,
+            )

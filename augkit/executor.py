@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from augkit import backend
-from augkit.errors import AugkitError, DeviceError, GraphError, OperatorError
+from augkit.errors import ArgumentError, AugkitError, DeviceError, GraphError, OperatorError
 from augkit.graph import DataNode, OperatorNode
 from augkit.operators.base import OperatorImpl, RunContext, SourceOperator
 from augkit.random import operator_seed
@@ -145,6 +145,7 @@ class Executor:
             self.impls[node.id] = node.schema.impl(
                 node.schema, node.args, node.name, op_seed, node.device, len(node.inputs)
             )
+        self._connect_checks(nodes)
         self.sources = [n for n in nodes if self.impls[n.id].is_source]
         self.producers = [n for n in nodes if self.impls[n.id].produces_batch]
         self._pool = ThreadPoolExecutor(num_threads, "augkit") if num_threads > 1 else None
@@ -166,6 +167,25 @@ class Executor:
                         f"{node.name} (device={node.device!r}) needs a GPU, but {reason}. "
                         f"Use device='cpu' for it, or run where a CUDA device and CuPy exist."
                     )
+
+    def _connect_checks(self, nodes: list[OperatorNode]) -> None:
+        """A decoder with ``on_error="skip"`` checks its samples in its reader's read stage,
+        where a skipped sample can be replaced by the reader's next one (DALI cannot do this:
+        its decoder has no way to ask the reader for another sample)."""
+        for node in nodes:
+            impl = self.impls[node.id]
+            if not getattr(impl, "skips", False):
+                continue
+            data = node.inputs[0]
+            reader = self.impls.get(data.source.id)
+            if not hasattr(reader, "add_check"):
+                raise ArgumentError(
+                    f"{node.name}: on_error='skip' needs its input to come straight from a "
+                    f"reader (fn.readers.file), which replaces each skipped sample with its "
+                    f"next one; here the input comes from {data.source.name}. Decode the "
+                    f"reader's output directly, or use on_error='raise'"
+                )
+            reader.add_check(data.index, impl.name, impl.try_decode)
 
     def source(self, name: str | None = None) -> SourceOperator:
         for node in self.sources:

@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from augkit.debug import DebugSession, end_at_user_frame, outputs_of
-from augkit.errors import ArgumentError, AugkitError, GraphError
+from augkit.errors import ArgumentError, AugkitError, GraphError, SkippedSample, report_skips
 from augkit.executor import Executor, Profile, collect, profile_of
 from augkit.graph import DataNode, OperatorNode, tracing
 from augkit.prefetch import Prefetcher
@@ -79,6 +79,11 @@ class Pipeline:
         debug: run the definition eagerly on every ``run()`` (``augkit.debug``): nodes hold
             their batches, any Python can run between operators, and the numbers are the
             normal pipeline's.
+
+    Attributes:
+        skipped: every sample a decoder with ``on_error="skip"`` left out so far
+            (``augkit.errors.SkippedSample``: file, reason, iteration), in order; each one
+            was also a ``SkippedSampleWarning`` at the ``run()`` that delivered its batch.
 
     Example:
         >>> pipe = Pipeline(batch_size=2, num_threads=1, device_id=None, seed=1)
@@ -158,6 +163,7 @@ class Pipeline:
         self._reruns = 0
         self._last_iteration = 0
         self._consumed_states: dict[str, Any] = {}
+        self.skipped: list[SkippedSample] = []
 
     # --- settings -------------------------------------------------------------------------------
     @property
@@ -312,6 +318,7 @@ class Pipeline:
             self._last_iteration = iteration
             values = self._executor.run(iteration, self._batch_size, partial)
         self._last = values
+        report_skips(values.values(), self.skipped, stacklevel=4)
         return tuple(values[d] for d in self._outputs)
 
     def _run_debug(self, partial: bool) -> tuple[TensorList, ...]:
@@ -336,6 +343,7 @@ class Pipeline:
             outputs = (outputs,)
         batches = outputs_of(_check_outputs(outputs, "the pipeline's definition"))
         self._last = {d: d.value for d in self._session.nodes}
+        report_skips(self._last.values(), self.skipped, stacklevel=4)
         return batches
 
     def _asynchronous(self) -> bool:
@@ -468,6 +476,7 @@ class Pipeline:
             only = executor.downstream({by_name[name].id for name in changed})
             values = executor.compute(self._last_iteration, size, self._last, only)
         self._last = values
+        report_skips(values.values(), self.skipped, stacklevel=4)
         return tuple(values[d] for d in self._outputs)
 
     def set_function(self, name: str, function: Callable[..., Any]) -> None:

@@ -97,6 +97,15 @@ class TensorList:
         (2, 2, 2, 3)
     """
 
+    # Set on batches that carry more than samples (instance attributes; these are defaults):
+    # what a reader decoded ahead for a decoder with on_error="skip" (decoder name -> images),
+    # the samples skipped while making this batch (augkit.errors.SkippedSample records), and,
+    # on the output of a skipping decoder that decoded itself (debug mode, eager), what it
+    # made of each input sample (an image, or the reason it was skipped).
+    _predecoded: dict[str, list[Any]] | None = None
+    _skipped: list[Any] = []  # noqa: RUF012  (never mutated: replaced by a new list)
+    _decoded: list[Any] | None = None
+
     def __init__(
         self,
         samples: Sequence[Any],

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,7 +63,8 @@ import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from augkit import backend, types
-from augkit.operators.base import RunContext, SampleOperator
+from augkit.errors import SkippedSample
+from augkit.operators.base import RunContext, SampleOperator, finish
 from augkit.operators.decoders import jpeg
 from augkit.operators.registry import (
     Arg,
@@ -74,6 +76,12 @@ from augkit.operators.registry import (
     to_ints,
 )
 from augkit.tensors import TensorList
+
+# Pillow refuses images over twice its Image.MAX_IMAGE_PIXELS (89,478,485) as decompression
+# bombs; augkit's default limit is that same figure, checked before any pixel is decoded.
+DEFAULT_MAX_PIXELS = 178_956_970
+ON_ERROR = ("raise", "skip")
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 _GREY16 = ("I;16", "I;16L", "I;16B", "I;16N", "I")
 _OUTPUT_TYPES = (types.RGB, types.BGR, types.GRAY, types.ANY_DATA)
@@ -108,6 +116,16 @@ def _uint8_only(value: Any) -> types.DALIDataType:
     return dtype
 
 
+def _on_error(value: Any) -> str:
+    if value not in ON_ERROR:
+        raise ValueError(f"expected 'raise' or 'skip', got {value!r}")
+    return value
+
+
+def _max_pixels(value: Any) -> int | None:
+    return None if value is None else to_int(1)(value)
+
+
 def _size_hint(value: Any) -> tuple[int, int]:
     sizes = to_ints(None, 1)(value)
     if len(sizes) not in (1, 2):
@@ -118,23 +136,33 @@ def _size_hint(value: Any) -> tuple[int, int]:
 # --- decoding ------------------------------------------------------------------------------
 
 
-def open_image(data: np.ndarray, draft: tuple[int, int] | None = None) -> Image.Image:
+def open_image(
+    data: np.ndarray,
+    draft: tuple[int, int] | None = None,
+    max_pixels: int | None = DEFAULT_MAX_PIXELS,
+) -> Image.Image:
     """The decoded Pillow image of ``data`` (encoded bytes).
 
     ``draft`` (H, W, after EXIF orientation): let a JPEG decode at 1/2, 1/4 or 1/8 of its size
-    (Pillow's ``draft``), as long as the result still covers it.
+    (Pillow's ``draft``), as long as the result still covers it. ``max_pixels``: refuse a file
+    whose header claims more pixels, before its pixels are decoded.
 
     Raises:
         ValueError: with a plain reason, when the bytes are not an image Pillow can decode.
     """
     if data.size == 0:
         raise ValueError("cannot decode: the data is empty (0 bytes)")
+    data = np.ascontiguousarray(data)
+    _check_png_size(data, max_pixels)
     try:
-        image = Image.open(io.BytesIO(memoryview(np.ascontiguousarray(data))))
+        image = Image.open(io.BytesIO(memoryview(data)))
     except UnidentifiedImageError:
         raise ValueError("cannot decode: not a recognised image format") from None
+    except Image.DecompressionBombError as exc:
+        raise ValueError(f"image too large: {exc}") from None
     except Exception as exc:
         raise ValueError(_reason(exc, "", "header")) from exc
+    jpeg.check_pixels(*image.size, max_pixels)
     if draft is not None and image.format == "JPEG":
         _draft(image, draft)
     try:
@@ -142,6 +170,14 @@ def open_image(data: np.ndarray, draft: tuple[int, int] | None = None) -> Image.
     except Exception as exc:
         raise ValueError(_reason(exc, image.format, "data")) from exc
     return image
+
+
+def _check_png_size(data: np.ndarray, max_pixels: int | None) -> None:
+    # Read from IHDR before Pillow opens the file: Pillow would warn (DecompressionBombWarning)
+    # about an image over its own limit before augkit could refuse it with its message.
+    if max_pixels is not None and data.size >= 24 and data[:8].tobytes() == _PNG_SIGNATURE:
+        width, height = struct.unpack(">II", data[16:24].tobytes())
+        jpeg.check_pixels(width, height, max_pixels)
 
 
 def _draft(image: Image.Image, hint: tuple[int, int]) -> None:
@@ -210,13 +246,19 @@ def decode_image(
     output_type: types.DALIImageType = types.RGB,
     adjust_orientation: bool = True,
     dct_downscale_hint: tuple[int, int] | None = None,
+    max_pixels: int | None = DEFAULT_MAX_PIXELS,
 ) -> np.ndarray:
     """Decode one encoded image (1-D uint8 bytes) to a uint8 (H, W, C) array.
 
     JPEGs go through the fast path of ``jpeg.py`` where it applies, everything else (and every
     file it turns down) through Pillow. ``dct_downscale_hint`` (H, W): the size the image will
     be resized to next; a JPEG may then be decoded at 1/2, 1/4 or 1/8 of its size, never below
-    the hint (see the module docstring for its accuracy cost).
+    the hint (see the module docstring for its accuracy cost). ``max_pixels``: a file whose
+    header claims more pixels is refused before it is decoded (``None``: no limit of augkit's).
+
+    Raises:
+        ValueError: the bytes are not an image that can be decoded, with the reason in plain
+            words (empty, not an image format, truncated, corrupt, too large).
 
     Example:
         >>> import numpy as np
@@ -227,11 +269,11 @@ def decode_image(
     if output_type in _FAST_COLORSPACES:
         data = np.ascontiguousarray(data)
         fast = jpeg.decode(
-            data, _FAST_COLORSPACES[output_type], adjust_orientation, dct_downscale_hint
+            data, _FAST_COLORSPACES[output_type], adjust_orientation, dct_downscale_hint, max_pixels
         )
         if fast is not None:
             return fast
-    image = open_image(data, dct_downscale_hint)
+    image = open_image(data, dct_downscale_hint, max_pixels)
     if adjust_orientation:
         # Unreadable EXIF is no reason to lose the image: it is then kept as stored.
         with contextlib.suppress(Exception):
@@ -245,6 +287,12 @@ def decode_image(
 
 
 class ImageDecoder(SampleOperator):
+    """The decoder; with ``on_error="skip"`` see ``try_decode`` and the module docstring."""
+
+    def setup(self) -> None:
+        self.skips = self.args["on_error"] == "skip"
+        self._device_id = 0
+
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         if backend.is_gpu_array(sample):
             raise ValueError(
@@ -264,19 +312,61 @@ class ImageDecoder(SampleOperator):
         output_type: types.DALIImageType,
         adjust_orientation: bool,
         dct_downscale_hint: tuple[int, int] | None = None,
+        max_pixels: int | None = DEFAULT_MAX_PIXELS,
         **_: Any,
     ) -> np.ndarray:
-        return decode_image(data, output_type, adjust_orientation, dct_downscale_hint)
+        return decode_image(data, output_type, adjust_orientation, dct_downscale_hint, max_pixels)
+
+    def try_decode(self, ctx: RunContext, batch: TensorList) -> list[np.ndarray | str]:
+        """Each sample of ``batch`` decoded on the CPU, or the reason (plain words) why it
+        cannot be: what ``on_error="skip"`` runs, in the reader's read stage of a pipeline
+        (``FileReader.add_check``) or here in debug mode and eager calls."""
+
+        def one(i: int) -> np.ndarray | str:
+            sample = batch._samples[i]
+            try:
+                self.check_input(0, sample, batch.layout())
+                return self.cpu(sample, **self.args)
+            except ValueError as exc:
+                return str(exc)
+            except Exception as exc:  # not a plain decode failure: say what it was
+                return f"{type(exc).__name__}: {exc}"
+
+        return ctx.map(one, len(batch))
 
     def run(
         self, ctx: RunContext, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
     ) -> list[TensorList]:
         self._device_id = ctx.device_id or 0
-        return super().run(ctx, inputs, arg_inputs)
+        if not self.skips:
+            return super().run(ctx, inputs, arg_inputs)
+        batch = inputs[0]
+        decoded = batch._predecoded.get(self.name) if batch._predecoded else None
+        if decoded is None:  # no reader decoded it ahead: debug mode, eager calls
+            decoded = self.try_decode(ctx, batch)
+        keep = [i for i, d in enumerate(decoded) if not isinstance(d, str)]
+        place = finish if self.device == "cpu" else self._to_gpu
+        out = TensorList(
+            [place(decoded[i]) for i in keep],
+            "HWC",
+            [batch._source_info[i] for i in keep],
+            dtype=np.uint8,
+        )
+        if len(keep) < len(decoded):
+            out._decoded = decoded
+            out._skipped = [
+                SkippedSample(self.name, "", batch._source_info[i], "", reason, ctx.iteration)
+                for i, reason in enumerate(decoded)
+                if isinstance(reason, str)
+            ]
+        return [out]
+
+    def _to_gpu(self, image: np.ndarray) -> Any:
+        return backend.to_gpu(image, self._device_id)
 
     def mixed(self, data: np.ndarray, **args: Any) -> Any:
         """DALI's "mixed" decoder: decoded on the CPU here, then copied to the GPU."""
-        return backend.to_gpu(self.cpu(data, **args), self._device_id)
+        return self._to_gpu(self.cpu(data, **args))
 
     def output_layout(self, index: int, inputs: Sequence[TensorList]) -> str:
         return "HWC"
@@ -326,6 +416,24 @@ register(
                 "None: full size)",
                 None,
                 _size_hint,
+            ),
+            Arg(
+                "on_error",
+                "augkit only: what a sample that cannot be decoded does: 'raise' (an error "
+                "naming the sample and its file) or 'skip' (it is replaced by the reader's next "
+                "good sample, so batches stay full; each skip is a SkippedSampleWarning and a "
+                "record in Pipeline.skipped). 'skip' needs the input to come straight from a "
+                "reader",
+                "raise",
+                _on_error,
+            ),
+            Arg(
+                "max_pixels",
+                "augkit only: refuse images whose header claims more pixels than this, before "
+                "decoding them (a decompression-bomb guard; default 178956970, Pillow's own "
+                "limit; None: no limit of augkit's)",
+                DEFAULT_MAX_PIXELS,
+                _max_pixels,
             ),
             Arg("affine", _COMPAT, True, to_bool),
             Arg("hw_decoder_load", _COMPAT, 0.65, to_float(0.0, 1.0)),

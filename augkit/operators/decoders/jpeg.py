@@ -73,6 +73,21 @@ _SOF_ANY = {*range(0xC0, 0xD0)} - {0xC4, 0xC8, 0xCC}
 _XMP = b"http://ns.adobe.com/xap/1.0/\x00"
 
 
+def check_pixels(width: int, height: int, max_pixels: int | None) -> None:
+    """Refuse an image whose header claims more than ``max_pixels`` pixels (a decompression
+    bomb, or just too large), before any pixel is decoded. Shared by both back ends.
+
+    Raises:
+        ValueError: naming the size and the limit.
+    """
+    if max_pixels is not None and width * height > max_pixels:
+        raise ValueError(
+            f"image too large: {width}x{height} = {width * height:,} pixels is over the "
+            f"decoder's max_pixels={max_pixels:,} (a decompression bomb guard; raise "
+            f"max_pixels, or pass max_pixels=None, to decode it)"
+        )
+
+
 def fast_backend() -> str | None:
     """The name of the fast back end in use ("simplejpeg"), or ``None`` for Pillow only."""
     if _simplejpeg is None or BACKEND == "pillow":
@@ -231,6 +246,7 @@ def decode(
     colorspace: str,
     adjust_orientation: bool,
     dct_downscale_hint: tuple[int, int] | None = None,
+    max_pixels: int | None = None,
 ) -> np.ndarray | None:
     """The fast decode of ``data`` (1-D uint8, contiguous) to a contiguous uint8 (H, W, C)
     array, or ``None`` when this file (or this installation) is not for the fast path.
@@ -240,6 +256,7 @@ def decode(
         adjust_orientation: apply the EXIF orientation.
         dct_downscale_hint: (H, W) the image is going to be resized to (after orientation);
             the decode may then be smaller, down to 1/8, but never below that.
+        max_pixels: refuse (``ValueError``) a file whose header claims more pixels.
     """
     if fast_backend() is None:
         return None
@@ -250,6 +267,7 @@ def decode(
         return None
     if info is None:
         return None
+    check_pixels(info.width, info.height, max_pixels)
     orientation = 1
     if adjust_orientation:
         if info.orientation is None:

@@ -58,11 +58,12 @@ import fnmatch
 import os
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from augkit.errors import ArgumentError, OperatorError
+from augkit.errors import ArgumentError, OperatorError, SkippedSample
 from augkit.operators.base import RunContext, SourceOperator, finish
 from augkit.operators.registry import Arg, OperatorSchema, register, to_bool, to_int, to_ints
 from augkit.random import epoch_rng
@@ -188,6 +189,22 @@ def _labels(value: Any) -> tuple[int, ...]:
 
 # --- the reader ----------------------------------------------------------------------------
 
+Check = Callable[[RunContext, TensorList], list[Any]]
+
+
+@dataclass
+class _Kept:
+    """A sample read and checked: its bytes, label, name and the checks' values."""
+
+    data: np.ndarray
+    label: np.ndarray
+    name: str
+    values: dict[str, Any]
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
 
 class FileReader(SourceOperator):
     """A position (epoch, sample) in the shard's sequence of files; see the module docstring."""
@@ -228,6 +245,12 @@ class FileReader(SourceOperator):
         self._epoch = 0
         self._pos = 0
         self._ahead = 0
+        # on_error="skip" (see add_check): the checks, the last good sample (what
+        # pad_last_batch pads with when the epoch's last sample was skipped), and how many
+        # samples in a row were skipped (to stop when the whole data set is bad).
+        self._checks: list[tuple[int, str, Check]] = []
+        self._last_good: _Kept | None = None
+        self._failed_in_row = 0
 
     def _error(self, message: str) -> ArgumentError:
         return ArgumentError(f"{self.name}: {message}")
@@ -290,7 +313,21 @@ class FileReader(SourceOperator):
             base = root
         # Absolute paths, so that a later os.chdir() (in a notebook) does not lose the files.
         paths = [os.path.abspath(os.path.join(base, name)) for name in names]
+        if files is not None or file_list is not None:
+            self._check_listed(paths, "files" if files is not None else f"file_list {file_list!r}")
         return names, paths, numbers
+
+    def _check_listed(self, paths: list[str], where: str) -> None:
+        """Listed files that are missing (or folders) are known now: refuse them at build
+        rather than when their batch comes (one stat per file)."""
+        missing = [path for path in paths if not os.path.isfile(path)]
+        if missing:
+            shown = ", ".join(repr(p) for p in missing[:5])
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            raise self._error(
+                f"{len(missing)} of the {len(paths)} files in {where} do not exist or are not "
+                f"files: {shown}{more}"
+            )
 
     # --- the sequence of samples --------------------------------------------------------------
     def _shard_range(self, epoch: int) -> tuple[int, int]:
@@ -327,7 +364,68 @@ class FileReader(SourceOperator):
         return int(order[min(pos, len(order) - 1)])
 
     # --- SourceOperator -----------------------------------------------------------------------
+    def add_check(self, output: int, key: str, check: Check) -> None:
+        """Check every sample of output ``output`` as it is read (a decoder with
+        ``on_error="skip"`` registers its ``try_decode`` here when the pipeline is built).
+
+        ``check(ctx, batch)`` returns, per sample of ``batch``, either a value, handed on with
+        the batch (``batch._predecoded[key]``: the decoder then does not decode again), or a
+        string, the reason why the sample is skipped: it is left out, reported, and the next
+        sample of the data set takes its place, so the batch stays full.
+        """
+        self._checks.append((output, key, check))
+
     def next_batch(self, ctx: RunContext, batch_size: int, partial: bool) -> list[TensorList]:
+        epoch, pos = self._start()
+        checked = bool(self._checks)
+        picks, e, p = self._take(epoch, epoch, pos, batch_size, partial, pad=not checked)
+        if not checked:
+            outputs = self._read(ctx, picks)
+            # Moved only once the files were read: a failed batch is read again by the next run().
+            self._commit(epoch, e, p)
+            return outputs
+        kept, skipped = self._read_checked(ctx, picks, self._checks)
+        return self._fill(ctx, kept, skipped, epoch, e, p, batch_size, partial, self._checks)
+
+    def refill(
+        self,
+        ctx: RunContext,
+        outputs: Sequence[TensorList],
+        key: str,
+        decoded: Sequence[Any],
+        check: Check,
+        skipped: list[SkippedSample],
+    ) -> list[TensorList]:
+        """The batch ``outputs`` (this reader's last, already delivered) without the samples
+        whose ``decoded`` value is a reason string, filled up with the next good samples:
+        what ``on_error="skip"`` does in debug mode, where the decoder runs after the reader
+        has delivered. Gives the batch the pipeline would have given."""
+        epoch, e, p = self._end_cursor()
+        for value in decoded:
+            self._failed_in_row = self._failed_in_row + 1 if isinstance(value, str) else 0
+        kept = [
+            _Kept(
+                outputs[0]._samples[i],
+                outputs[1]._samples[i],
+                outputs[0]._source_info[i],
+                {key: value},
+            )
+            for i, value in enumerate(decoded)
+            if not isinstance(value, str)
+        ]
+        skipped = [
+            SkippedSample(
+                key, self.name, s.source_info, self._path_of(s.source_info), s.reason, s.iteration
+            )
+            for s in skipped
+        ]
+        return self._fill(
+            ctx, kept, skipped, epoch, e, p, len(outputs[0]), ctx.partial, [(0, key, check)]
+        )
+
+    # --- reading --------------------------------------------------------------------------------
+    def _start(self) -> tuple[int, int]:
+        """(epoch, position) of the next batch's first sample."""
         epoch, pos = self._epoch, self._pos
         if pos == self._length(epoch):
             # The epoch was delivered: go on in the next one, after what was already taken.
@@ -335,27 +433,51 @@ class FileReader(SourceOperator):
             while pos >= self._length(epoch):
                 pos -= self._length(epoch)
                 epoch += 1
+        return epoch, pos
+
+    def _end_cursor(self) -> tuple[int, int, int]:
+        """(the last batch's epoch, and the epoch and position after its last sample)."""
+        epoch, pos, ahead = self._epoch, self._pos, self._ahead
+        if ahead == 0:
+            return epoch, epoch, pos
+        e, p = epoch + 1, ahead
+        while p > self._length(e):
+            p -= self._length(e)
+            e += 1
+        return epoch, e, p
+
+    def _take(
+        self, epoch: int, e: int, p: int, n: int, partial: bool, pad: bool
+    ) -> tuple[list[int], int, int]:
+        """Up to ``n`` data set indices from position ``p`` of epoch ``e`` on, for a batch that
+        began in ``epoch``; and the position after them. At the end of ``epoch``: stop with
+        ``partial``, or with ``pad_last_batch`` (then fill with copies of its last sample if
+        ``pad``), else go on in the next epoch."""
         picks: list[int] = []
-        e, p = epoch, pos
-        while len(picks) < batch_size:
-            if p == self._length(e):
+        while len(picks) < n:
+            if p >= self._length(e):
                 if e == epoch and partial:
                     break
                 if e == epoch and self._pad:
-                    picks += [self._sample(e, p - 1)] * (batch_size - len(picks))
+                    if pad:
+                        picks += [self._sample(e, p - 1)] * (n - len(picks))
                     break
                 e, p = e + 1, 0
             picks.append(self._sample(e, p))
             p += 1
-        outputs = self._read(ctx, picks)
-        # Moved only once the files were read: a failed batch is read again by the next run().
+        return picks, e, p
+
+    def _commit(self, epoch: int, e: int, p: int) -> None:
+        """The batch that began in ``epoch`` ended at position ``p`` of epoch ``e``."""
         self._epoch = epoch
         if e == epoch:
             self._pos, self._ahead = p, 0
         else:
             self._pos = self._length(epoch)
-            self._ahead = len(picks) - (self._length(epoch) - pos)
-        return outputs
+            self._ahead = p + sum(self._length(k) for k in range(epoch + 1, e))
+
+    def _load(self, index: int) -> np.ndarray:
+        return finish(np.fromfile(self._paths[index], dtype=np.uint8))
 
     def _read(self, ctx: RunContext, picks: list[int]) -> list[TensorList]:
         first: dict[int, int] = {}
@@ -366,11 +488,10 @@ class FileReader(SourceOperator):
         def load(j: int) -> np.ndarray:
             index = unique[j]
             try:
-                return finish(np.fromfile(self._paths[index], dtype=np.uint8))
+                return self._load(index)
             except OSError as exc:
-                reason = exc.strerror or str(exc)
                 raise OperatorError(
-                    f"cannot read file '{self._paths[index]}': {reason}",
+                    f"cannot read file '{self._paths[index]}': {_os_reason(exc)}",
                     operator=self.name,
                     sample_index=first[index],
                     source_info=self._names[index],
@@ -382,6 +503,117 @@ class FileReader(SourceOperator):
             TensorList([data[i] for i in picks], "", names),
             TensorList([self._labels[i] for i in picks], "", names),
         ]
+
+    def _read_checked(
+        self, ctx: RunContext, picks: list[int], checks: list[tuple[int, str, Check]]
+    ) -> tuple[list[_Kept], list[SkippedSample]]:
+        """Read and check ``picks``: the samples that pass every check, and a record for each
+        that does not (a file that cannot be read is skipped too)."""
+        unique = list(dict.fromkeys(picks))
+
+        def load(j: int) -> np.ndarray | str:
+            try:
+                return self._load(unique[j])
+            except OSError as exc:
+                return f"cannot read file: {_os_reason(exc)}"
+
+        data = dict(zip(unique, ctx.map(load, len(unique)), strict=True))
+        readable = [i for i in picks if not isinstance(data[i], str)]
+        names = [self._names[i] for i in readable]
+        batches = [
+            TensorList([data[i] for i in readable], "", names),
+            TensorList([self._labels[i] for i in readable], "", names),
+        ]
+        results = {key: check(ctx, batches[output]) for output, key, check in checks}
+        kept: list[_Kept] = []
+        skipped: list[SkippedSample] = []
+        k = 0
+        for index in picks:
+            reason, operator = data[index], self.name
+            values: dict[str, Any] = {}
+            if not isinstance(reason, str):
+                for _, key, _check in checks:
+                    value = results[key][k]
+                    if isinstance(value, str):
+                        reason, operator = value, key
+                        break
+                    values[key] = value
+                k += 1
+            self._failed_in_row = self._failed_in_row + 1 if isinstance(reason, str) else 0
+            if isinstance(reason, str):
+                skipped.append(
+                    SkippedSample(
+                        operator,
+                        self.name,
+                        self._names[index],
+                        self._paths[index],
+                        reason,
+                        ctx.iteration,
+                    )
+                )
+            else:
+                kept.append(_Kept(data[index], self._labels[index], self._names[index], values))
+        return kept, skipped
+
+    def _fill(
+        self,
+        ctx: RunContext,
+        kept: list[_Kept],
+        skipped: list[SkippedSample],
+        epoch: int,
+        e: int,
+        p: int,
+        batch_size: int,
+        partial: bool,
+        checks: list[tuple[int, str, Check]],
+    ) -> list[TensorList]:
+        """Take samples from position ``p`` of epoch ``e`` on until ``kept`` holds
+        ``batch_size`` good ones (or the epoch ends, with ``partial`` or ``pad_last_batch``),
+        then commit the position and make the batch."""
+        while len(kept) < batch_size and self._failed_in_row <= self._size:
+            picks, e, p = self._take(epoch, e, p, batch_size - len(kept), partial, pad=False)
+            if not picks:
+                break
+            more, bad = self._read_checked(ctx, picks, checks)
+            kept += more
+            skipped += bad
+        if self._failed_in_row > self._size:
+            last = skipped[-1]
+            self._failed_in_row = 0
+            raise OperatorError(
+                f"every one of the last {self._size + 1} samples was skipped, more than the "
+                f"{self._size} files of the data set, so no good sample is left to read; the "
+                f"last one ({last.path}): {last.reason}",
+                operator=last.operator,
+            )
+        if self._pad and len(kept) < batch_size and not partial:
+            # pad_last_batch: copies of the last good sample (the epoch's last may be bad).
+            last = kept[-1] if kept else self._last_good
+            if last is None:
+                raise OperatorError(
+                    "pad_last_batch has no sample to pad with: every sample so far was skipped",
+                    operator=self.name,
+                )
+            kept += [last] * (batch_size - len(kept))
+        self._commit(epoch, e, p)
+        if kept:
+            self._last_good = kept[-1]
+        names = [k.name for k in kept]
+        outputs = [
+            TensorList([k.data for k in kept], "", names),
+            TensorList([k.label for k in kept], "", names),
+        ]
+        for output, key, _ in checks:
+            batch = outputs[output]
+            batch._predecoded = {**(batch._predecoded or {}), key: [k.values[key] for k in kept]}
+        outputs[0]._skipped = skipped
+        return outputs
+
+    def _path_of(self, name: str) -> str:
+        try:
+            return self._paths[self._names.index(name)]
+        except ValueError:
+            return ""
 
     def epoch_size(self) -> int:
         return self._padded_length * self._shards if self._pad else self._size
