@@ -38,19 +38,21 @@ Protocol (one duplex pipe per worker; every message is one pickled tuple)
 
 Shared memory
 -------------
-Plain files in ``/dev/shm`` (tmpfs), mapped with ``mmap``; not ``multiprocessing.shared_memory``,
-whose resource tracker (3.11) unlinks segments it believes leaked when another process exits.
-Every name starts with ``augkit-<parent pid>-<pool token>-``: ``...-<slot>-in-<n>`` for the
-parent's input segment of a worker slot, ``...-<slot>.<incarnation>-out-<n>`` for the output
-segment a worker process creates. A name lives only until both processes have mapped the
-segment: the parent unlinks both files on the first successful reply that uses them (the
-mappings stay valid), so ``/dev/shm`` holds nothing of a running pool, and nothing is left
-even if the parent is killed later. A segment is re-created larger when a call needs more
-room and never shrinks; a replaced worker gets a new input segment. Space is reserved with
-``posix_fallocate``, so a full ``/dev/shm`` (Docker's default is 64 MiB) gives a clear
-``WorkerError`` instead of a SIGBUS. As a backstop for names created just before a death,
-a replaced worker's incarnation prefix, and on ``close()`` or garbage collection the whole
-pool prefix, are unlinked.
+Plain files in ``/dev/shm`` (tmpfs), mapped with ``mmap``; not
+``multiprocessing.shared_memory``, whose resource tracker (3.11) unlinks segments it believes
+leaked when another process exits. Every name starts with ``augkit-<parent pid>-<pool token>-``:
+``...-<slot>-in-<n>`` for the parent's input segment of a worker slot,
+``...-<slot>.<incarnation>-out-<n>`` for the output segment a worker process creates. A name
+lives only until both processes have mapped the segment: the parent unlinks both files on the
+first successful reply that uses them (the mappings stay valid), so ``/dev/shm`` holds nothing
+of a running pool (but the names of a call in flight), and nothing is left even if the parent is
+killed later. A call that fails (a death, a timeout, an interrupt, data that cannot be sent)
+unlinks the input segments that no reply has unlinked yet; the next call makes new ones. A
+segment is re-created larger when a call needs more room and never shrinks; a replaced worker
+gets a new input segment. Space is reserved with ``posix_fallocate``, so a full ``/dev/shm``
+(Docker's default is 64 MiB) gives a clear ``WorkerError`` instead of a SIGBUS. As a backstop
+for names created just before a death, a replaced worker's incarnation prefix, and on
+``close()`` or garbage collection the whole pool prefix, are unlinked.
 
 Start method
 ------------
@@ -146,6 +148,7 @@ class WorkerError(Exception):
         exitcode: its exit code (negative: killed by that signal).
         items: the item indices that worker held in this call.
         running: the item it was running when it died or timed out.
+        timed_out: the call ran past its ``timeout``.
     """
 
     def __init__(
@@ -156,12 +159,14 @@ class WorkerError(Exception):
         exitcode: int | None = None,
         items: Sequence[int] = (),
         running: int | None = None,
+        timed_out: bool = False,
     ) -> None:
         super().__init__(message)
         self.worker = worker
         self.exitcode = exitcode
         self.items = tuple(items)
         self.running = running
+        self.timed_out = timed_out
 
 
 class RemoteError(Exception):
@@ -569,8 +574,17 @@ def _describe_exit(code: int | None) -> str:
         text = f"was killed by signal {name} ({-code})"
         if -code == signal.SIGKILL:
             text += " (SIGKILL often means the system ran out of memory)"
+        elif -code in _CRASH_SIGNALS:
+            text += " (a crash in native code: a C extension, ctypes, a library's bug)"
         return text
     return f"exited with code {code}"
+
+
+_CRASH_SIGNALS = {
+    int(getattr(signal, name))
+    for name in ("SIGSEGV", "SIGBUS", "SIGABRT", "SIGFPE", "SIGILL")
+    if hasattr(signal, name)
+}
 
 
 def _describe_items(items: range) -> str:
@@ -682,6 +696,19 @@ def _kill_slot(state: _PoolState, slot: _Slot) -> None:
         if slot.input is not None and not slot.input.linked:
             slot.input.close()  # its file is gone: the next worker gets a new segment
             slot.input = None
+
+
+def _drop_linked_inputs(state: _PoolState) -> None:
+    """After a failed call: input segments whose name is still in ``/dev/shm`` (no reply
+    unlinked it: the call failed before, or its worker died on its first call) are unlinked and
+    dropped, so that nothing is left there should this process be killed now; the next call
+    makes new ones."""
+    with state.lock:
+        for slot in state.slots:
+            if slot.input is not None and slot.input.linked:
+                slot.input.unlink()
+                slot.input.close()
+                slot.input = None
 
 
 def _start_workers(state: _PoolState, slots: list[_Slot], method: str) -> None:
@@ -849,6 +876,9 @@ class WorkerPool:
                 if not len(items):
                     return []
                 return self._map(state, key, fn, items, timeout)
+            except BaseException:
+                _drop_linked_inputs(state)
+                raise
             finally:
                 if state.closed:
                     _release(state)
@@ -1086,6 +1116,7 @@ class WorkerPool:
                         worker=first,
                         items=chunks[first],
                         running=waiting[first].running_item(),
+                        timed_out=True,
                     )
                 continue
             dead: list[int] = []
