@@ -46,6 +46,34 @@ Rules (DALI's, and where augkit goes further):
   function, the sample and its source file, with the user's exception chained (so the
   traceback ends at the user's line). A wrong return (count, type, dtype, rank, batch length,
   layout) gets an error that says what was expected and what came back.
+
+Faults, and what ``run()`` does about them (``docs/errors.md`` has the table). Every one is an
+``OperatorError`` raised by the ``run()`` whose batch hit it, naming the operator, the function,
+the sample (its index and file; in batch mode the files of the batch) and what was wrong; the
+same message in every mode (threads, serial, worker processes, debug, prefetching). That batch
+is lost and the pipeline stays usable: the next ``run()`` computes the *next* batch.
+
+- The function raises (``SystemExit`` too): "ValueError: ..." with the user's exception
+  chained. Writing into a NumPy input raises NumPy's "read-only" error, with a hint to copy.
+- torch/DLPack inputs cannot be made read-only: a checksum of each CPU input taken before the
+  call is compared after it, and a function that wrote into one gets "wrote into input k".
+- A wrong return: "returned 3 outputs, expected 2", "returned a dict, expected a NumPy array",
+  "dtype object", "dtype complex64, which a pipeline cannot carry", "sample 1 has rank 2 ...",
+  "returned a batch of 2 samples, expected 3".
+- A call that hangs: ``timeout=`` (seconds per batch) stops it. Only a process can be stopped,
+  so ``timeout`` makes an "auto" operator run in worker processes (one worker when
+  ``py_num_workers`` is 1) and is refused with "threads"/"serial". Without a timeout, the
+  notebook's stop button is the way out (below).
+- A worker process that dies (``os._exit``, a segfault in native code, the OOM killer): the
+  error names the exit code or signal and the sample it was running; the other busy workers
+  are stopped, and all of them restart on the next call. No process or ``/dev/shm`` file is
+  left behind (``augkit.workers``).
+- KeyboardInterrupt (the notebook's stop button) during ``run()``: it propagates; the
+  pipeline abandons the batches in flight (queued thread work is cancelled, worker processes
+  are killed, the prefetching thread stops) and puts its readers back where the last
+  delivered batch left them, so the next ``run()`` computes the interrupted batch again (same
+  samples, same random draws). A call already running on a thread cannot be stopped by
+  Python: it finishes in the background, its result unused.
 """
 
 from __future__ import annotations
@@ -53,6 +81,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -81,6 +110,7 @@ from augkit.random import (
     seeded_globals,
 )
 from augkit.tensors import TensorList
+from augkit.types import to_dtype
 from augkit.workers import WorkerError
 
 
@@ -219,8 +249,8 @@ class PythonFunction(OperatorImpl):
         parallel = self.args["parallel"]
         if parallel != "auto":
             return parallel
-        if self.device == "cpu" and ctx.py_num_workers > 1:
-            return "processes"
+        if self.device == "cpu" and (ctx.py_num_workers > 1 or self.args["timeout"] is not None):
+            return "processes"  # a timeout can only stop a process
         if self._uses_global_rng is None:
             return "detect"
         return "serial" if self._uses_global_rng else "threads"
@@ -264,10 +294,20 @@ class PythonFunction(OperatorImpl):
 
     def _call(self, call: _Call, inputs: Sequence[TensorList]) -> Any:
         args = [_map_leaves(self.to_user, a) for a in call.args]
+        sums = _checksums(self.flavour, call.args)
         try:
-            return self.function(*args)
-        except Exception as exc:
-            raise self.fail(f"{type(exc).__name__}: {exc}", call.index, inputs) from exc
+            result = self.function(*args)
+            del args
+            if sums is not None:
+                _check_unchanged(self.flavour, call.args, sums)
+        except (Exception, SystemExit) as exc:
+            raise self.fail(_error_text(exc), _index_of(exc, call.index), inputs) from exc
+        return result
+
+    def fail(self, message: str, index: int | None, inputs: Sequence[TensorList]) -> OperatorError:
+        if index is None and inputs:  # batch mode: which samples the call had
+            message += f" (in the call for the whole batch: {_batch_files(inputs[0])})"
+        return super().fail(message, index, inputs)
 
     flavour = "numpy"  # how a worker process hands samples to the function (_WORKER_INPUTS)
 
@@ -282,9 +322,12 @@ class PythonFunction(OperatorImpl):
         try:
             outcomes = pool.map(self._worker_key, runner, items, timeout=self.args["timeout"])
         except WorkerError as exc:
-            held = exc.running if exc.running is not None else None
-            index = calls[held].index if held is not None else None
-            raise self.fail(f"worker process failed: {exc}", index, inputs) from None
+            held = exc.running
+            index = calls[held].index if held is not None and held < len(calls) else None
+            what = "worker process failed"
+            if exc.timed_out:
+                what = f"the call took longer than timeout={self.args['timeout']:g} s"
+            raise self.fail(f"{what}: {exc}", index, inputs) from None
         results = []
         for call, (ok, value) in zip(calls, outcomes, strict=True):
             if not ok:
@@ -292,7 +335,8 @@ class PythonFunction(OperatorImpl):
                 if value.traceback:
                     with contextlib.suppress(Exception):
                         error.add_note(f"In the worker process:\n{value.traceback}")
-                raise self.fail(f"{type(error).__name__}: {error}", call.index, inputs) from error
+                index = _index_of(error, call.index)
+                raise self.fail(_error_text(error), index, inputs) from error
             results.append(value)
         return results
 
@@ -324,17 +368,25 @@ class PythonFunction(OperatorImpl):
         return list(result)
 
     def _sample(self, value: Any, k: int, index: int, inputs: Sequence[TensorList]) -> Any:
+        objects = isinstance(value, _Returned) and value.objects
+        if objects or (isinstance(value, np.ndarray) and value.dtype.hasobject):
+            raise self.fail(f"output {k}: {_OBJECTS}", index, inputs)
         try:
             array = self.from_user(value)
         except (TypeError, ValueError) as exc:
             raise self.fail(f"output {k}: {exc}", index, inputs) from None
-        if array.dtype == object:
+        if array.dtype.hasobject:
+            raise self.fail(f"output {k}: {_OBJECTS}", index, inputs)
+        try:
+            to_dtype(array.dtype)
+        except TypeError:
             raise self.fail(
-                f"output {k}: returned an array of Python objects; return numbers "
-                f"(a ragged batch cannot be one array)",
+                f"output {k}: returned an array of dtype {array.dtype}, which a pipeline "
+                f"cannot carry; return bool, integer (int8-64, uint8-64) or float "
+                f"(float16/32/64) arrays",
                 index,
                 inputs,
-            )
+            ) from None
         layout = self.layouts[k]
         if layout and array.ndim != len(layout):
             raise self.fail(
@@ -350,14 +402,21 @@ class PythonFunction(OperatorImpl):
             return
         first = samples[0]
         for i, sample in enumerate(samples[1:], 1):
-            if sample.dtype != first.dtype or sample.ndim != first.ndim:
-                raise self.fail(
-                    f"output {k}: sample {i} has dtype {sample.dtype} and {sample.ndim} "
-                    f"dimensions, but sample 0 has dtype {first.dtype} and {first.ndim}; all "
-                    f"samples of an output must share dtype and rank",
-                    i,
-                    inputs,
+            if sample.dtype != first.dtype:
+                what = f"dtype {sample.dtype}, but sample 0 has dtype {first.dtype}"
+            elif sample.ndim != first.ndim:
+                what = (
+                    f"rank {sample.ndim} (shape {tuple(sample.shape)}), but sample 0 has rank "
+                    f"{first.ndim} (shape {tuple(first.shape)})"
                 )
+            else:
+                continue
+            raise self.fail(
+                f"output {k}: sample {i} has {what}; all samples of an output must share "
+                f"dtype and rank (number of dimensions)",
+                i,
+                inputs,
+            )
 
 
 class DLTensorPythonFunction(PythonFunction):
@@ -444,25 +503,117 @@ def _worker_input(flavour: str, array: np.ndarray) -> Any:
     return torch.utils.dlpack.from_dlpack(capsule)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Returned:
+    """Stands, on its way back from a worker process, for a returned value that is not an
+    array (or an array of Python objects, which cannot travel): the parent judges it as it
+    judges the value itself in-process, so the message is the same in every mode."""
+
+    description: str
+    objects: bool = False
+
+
+_OBJECTS = (
+    "returned an array of dtype object (Python objects), which cannot be a sample; return "
+    "numbers (NumPy makes such an array of a list of arrays of different shapes)"
+)
+
+
 def _worker_output(value: Any) -> Any:
     """A returned value made fit to travel back: tensors and DLPack capsules become NumPy
-    arrays (through shared memory); tuples and lists are kept; anything else goes as it is and
-    is judged by the parent."""
+    arrays (through shared memory); tuples and lists are kept; anything else becomes a
+    ``_Returned`` that says what it was."""
     if isinstance(value, (tuple, list)):
         return type(value)(_worker_output(v) for v in value)
-    if _is_torch(value):
-        return value.detach().cpu().resolve_conj().resolve_neg().numpy()
-    if backend.is_dlpack_capsule(value):
-        return backend.from_dlpack(value, "cpu")
-    return value
+    try:
+        if _is_torch(value):
+            value = value.detach().cpu().resolve_conj().resolve_neg().numpy()
+        elif backend.is_dlpack_capsule(value):
+            value = backend.from_dlpack(value, "cpu")
+    except Exception as exc:  # a used capsule, a tensor NumPy cannot hold...
+        return _Returned(f"{_describe(value)} that cannot be read here ({exc})")
+    if isinstance(value, np.ndarray) and value.dtype.hasobject:
+        return _Returned("an array of dtype object", objects=True)
+    if value is None or isinstance(value, (np.ndarray, np.generic)):
+        return value
+    return _Returned(_describe(value))
 
 
 def _run_in_worker(flavour: str, function: Callable[..., Any], args: list[Any], seed: int) -> Any:
     """One call of a Python operator's function in a worker process: samples converted for
     the function, the process's global generators seeded, the result converted back."""
     user_args = [_map_leaves(lambda a: _worker_input(flavour, a), a) for a in args]
+    sums = _checksums(flavour, args)
     with seeded_globals(seed):
-        return _worker_output(function(*user_args))
+        result = function(*user_args)
+    del user_args
+    if sums is not None:
+        _check_unchanged(flavour, args, sums)
+    return _worker_output(result)
+
+
+class InputWrittenError(ValueError):
+    """A torch/DLPack function wrote into an input it shares with the pipeline."""
+
+    def __init__(self, message: str, sample: int | None = None) -> None:
+        super().__init__(message, sample)
+        self.sample = sample
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _checksum(sample: Any) -> int | None:
+    if not isinstance(sample, np.ndarray):
+        return None  # GPU data: not checked
+    return zlib.crc32(np.ascontiguousarray(sample).reshape(-1).view(np.uint8))
+
+
+def _checksums(flavour: str, args: list[Any]) -> list[Any] | None:
+    """Checksums of the samples handed to a torch/DLPack function, which could write into
+    them (NumPy functions get read-only arrays: nothing to check)."""
+    if flavour == "numpy":
+        return None
+    return [_map_leaves(_checksum, a) for a in args]
+
+
+def _check_unchanged(flavour: str, args: list[Any], sums: list[Any]) -> None:
+    for k, (arg, before) in enumerate(zip(args, sums, strict=True)):
+        batch = isinstance(arg, list)
+        samples, old = (arg, before) if batch else ([arg], [before])
+        for i, (sample, checksum) in enumerate(zip(samples, old, strict=True)):
+            if checksum is not None and _checksum(sample) != checksum:
+                what = "torch tensors" if flavour == "torch" else "DLPack capsules"
+                where = f"input {k} (sample {i} of the batch)" if batch else f"input {k}"
+                raise InputWrittenError(
+                    f"the function wrote into {where}: the {what} it gets share memory with "
+                    f"the pipeline and must not be changed; copy first (t = t.clone()) or use "
+                    f"out-of-place operations (t.add(1), not t.add_(1))",
+                    i if batch else None,
+                )
+
+
+def _error_text(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, ValueError) and "read-only" in str(exc):
+        text += " (the inputs are read-only: copy one before changing it, e.g. x = x.copy())"
+    return text
+
+
+def _index_of(exc: BaseException, index: int | None) -> int | None:
+    """The sample an error is about: the call's, or the batch sample a write was found in."""
+    sample = getattr(exc, "sample", None) if isinstance(exc, InputWrittenError) else None
+    return sample if index is None and sample is not None else index
+
+
+def _batch_files(batch: TensorList) -> str:
+    n = len(batch)
+    names = [name for name in batch._source_info if name]
+    head = f"samples 0-{n - 1}" if n > 1 else f"{n} sample(s)"
+    if not names:
+        return head
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return f"{head}: {shown}"
 
 
 def _seed(rng: np.random.Generator) -> int:
@@ -480,12 +631,15 @@ def _is_torch(value: Any) -> bool:
 
 
 def _describe(value: Any) -> str:
+    if isinstance(value, _Returned):
+        return value.description
     if isinstance(value, (list, tuple)):
         kind = type(value).__name__
         return f"a {kind} of {len(value)} item(s)"
     if value is None:
         return "None"
-    return f"a {type(value).__module__}.{type(value).__qualname__}".replace("builtins.", "")
+    name = f"{type(value).__module__}.{type(value).__qualname__}".replace("builtins.", "")
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
 def _common_args(batch_default: bool) -> list[Arg]:
@@ -508,8 +662,8 @@ def _common_args(batch_default: bool) -> list[Arg]:
         Arg("synchronize_stream", "accepted for DALI compatibility", True, to_bool),
         Arg(
             "timeout",
-            "seconds a batch may take in worker processes before they are stopped and run() "
-            "raises (None: no limit)",
+            "seconds a batch may take before its worker processes are stopped and run() raises "
+            "(None: no limit); it makes the calls run in worker processes (CPU only)",
             None,
             to_float(0.0),
         ),
@@ -539,8 +693,22 @@ def _outputs(args: dict[str, Any]) -> int:
 
 
 def _check_arguments(given: dict[str, Any]) -> None:
-    if given.get("parallel") == "processes" and given.get("device", "cpu") != "cpu":
+    parallel = given.get("parallel", "auto")
+    cpu = given.get("device", "cpu") == "cpu"
+    if parallel == "processes" and not cpu:
         raise ValueError("parallel='processes' runs only CPU operators")
+    timeout = given.get("timeout")
+    if timeout is None:
+        return
+    if not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if not cpu:
+        raise ValueError("timeout needs worker processes, which run only CPU operators")
+    if parallel in ("threads", "serial"):
+        raise ValueError(
+            f"timeout needs worker processes (a call running on a thread cannot be stopped); "
+            f"use parallel='auto' or 'processes', not parallel={parallel!r}"
+        )
 
 
 def _register(
