@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,6 +155,7 @@ class Executor:
         self._workers: Any = None
         self._workers_lock = threading.Lock()
         self.timings = Timings()
+        self._generation = 0  # cancel() counts up: compute() calls begun before it stop
 
     def _check_devices(self, nodes: list[OperatorNode]) -> None:
         for node in nodes:
@@ -279,10 +280,13 @@ class Executor:
             self.py_num_workers,
         )
         values = dict(values)
+        generation = self._generation
         for node in self.nodes:
             impl = self.impls[node.id]
             if impl.produces_batch or (only is not None and node.id not in only):
                 continue
+            if self._generation != generation:
+                raise CancelledError(f"iteration {iteration} was abandoned (cancel())")
             inputs = [values[d] for d in node.inputs]
             arg_inputs = {k: values[d] for k, d in node.arg_nodes.items()}
             for key, batch in arg_inputs.items():
@@ -336,6 +340,13 @@ class Executor:
 
                 self._workers = WorkerPool(max(self.py_num_workers, 1), self._py_start_method)
             return self._workers
+
+    def cancel(self) -> None:
+        """Abandon the iterations being computed (``run()`` was interrupted): work queued on
+        the thread pool is cancelled, the worker processes are stopped, and a ``compute()``
+        still running stops before its next operator. The next call starts afresh."""
+        self._generation += 1
+        self.close(wait=False)
 
     def close(self, wait: bool = True) -> None:
         """Stop the thread pool (waiting for its threads unless ``wait`` is false) and the

@@ -290,6 +290,9 @@ class Pipeline:
 
         An error in an operator is raised here (``OperatorError``, naming the operator and the
         sample), and the pipeline stays usable: the next ``run()`` computes the next batch.
+        A ``KeyboardInterrupt`` (the notebook's stop button) abandons the work in flight
+        (worker processes are stopped, queued work is cancelled) and the next ``run()``
+        computes the interrupted batch again.
         """
         if self._scheduled:
             return self._scheduled.pop(0)
@@ -307,16 +310,40 @@ class Pipeline:
 
     def _run(self, partial: bool, lead: str | None = None) -> tuple[TensorList, ...]:
         self.build()
+        assert self._executor is not None
+        # Where to come back to if the user interrupts this run (KeyboardInterrupt): the
+        # readers' positions and the iteration number before it, so that the next run()
+        # computes the interrupted batch again (the prefetching path keeps its own).
+        before = (self._iteration, self._last_iteration)
         if self._session is not None:
-            return self._run_debug(partial)
-        assert self._executor is not None and self._outputs is not None
+            states = {name: r.get_state() for name, r in self._session.readers().items()}
+            try:
+                return self._run_debug(partial)
+            except KeyboardInterrupt:
+                self._iteration, self._last_iteration = before
+                if states:
+                    for name, reader in self._session.readers().items():
+                        reader.set_state(states.get(name, reader.get_state()))
+                    self._executor.cancel()
+                else:  # the readers were made in this run: make them again
+                    self._executor.cancel()
+                    self._build_debug()
+                raise
+        assert self._outputs is not None
         if self._asynchronous():
             values = self._run_prefetched(partial, lead)
         else:
             iteration = self._iteration
+            states = self._executor.states()
             self._iteration += 1
             self._last_iteration = iteration
-            values = self._executor.run(iteration, self._batch_size, partial)
+            try:
+                values = self._executor.run(iteration, self._batch_size, partial)
+            except KeyboardInterrupt:
+                self._iteration, self._last_iteration = before
+                self._executor.set_states(states)
+                self._rewind(interrupted=True)
+                raise
         self._last = values
         report_skips(values.values(), self.skipped, stacklevel=4)
         return tuple(values[d] for d in self._outputs)
@@ -363,34 +390,50 @@ class Pipeline:
 
     def _run_prefetched(self, partial: bool, lead: str | None) -> dict[DataNode, TensorList]:
         assert self._executor is not None
-        if self._prefetcher is not None and self._prefetcher.partial != partial:
-            self._rewind()
-        item = self._prefetcher.next() if self._prefetcher is not None else None
-        if item is None:  # not started, or it stopped (an epoch's end, a reader's error)
-            self._rewind()
-            self._prefetcher = Prefetcher(
-                self._executor,
-                self._iteration,
-                self._batch_size,
-                partial,
-                self._prefetch_depth(),
-                lead,
-            )
-            item = self._prefetcher.next()
-            if item is None:
-                raise GraphError("the prefetching thread stopped without a batch")
-        self._iteration = item.iteration + 1
-        self._last_iteration = item.iteration
-        self._consumed_states = item.states
-        return item.result.result()
+        before = (self._iteration, self._last_iteration, self._consumed_states)
+        try:
+            if self._prefetcher is not None and self._prefetcher.partial != partial:
+                self._rewind()
+            item = self._prefetcher.next() if self._prefetcher is not None else None
+            if item is None:  # not started, or it stopped (an epoch's end, a reader's error)
+                self._rewind()
+                self._prefetcher = Prefetcher(
+                    self._executor,
+                    self._iteration,
+                    self._batch_size,
+                    partial,
+                    self._prefetch_depth(),
+                    lead,
+                )
+                item = self._prefetcher.next()
+                if item is None:
+                    raise GraphError("the prefetching thread stopped without a batch")
+            self._iteration = item.iteration + 1
+            self._last_iteration = item.iteration
+            self._consumed_states = item.states
+            return item.result.result()
+        except KeyboardInterrupt:
+            # The stop button: this batch was not delivered, so it is not consumed; the
+            # batches in flight are abandoned and the next run() computes it again.
+            self._iteration, self._last_iteration, self._consumed_states = before
+            self._rewind(interrupted=True)
+            raise
 
-    def _rewind(self) -> None:
-        """Drop the batches computed ahead and put the readers back where the user is."""
+    def _rewind(self, interrupted: bool = False) -> None:
+        """Drop the batches computed ahead and put the readers back where the user is.
+        ``interrupted``: after a KeyboardInterrupt, the work in flight is abandoned rather than
+        waited for (a function that hangs on a thread would make the wait endless): queued
+        work is cancelled and the worker processes are stopped."""
         if self._prefetcher is not None:
-            self._prefetcher.close()
+            if interrupted:
+                self._prefetcher.cancel()
+            else:
+                self._prefetcher.close()
             self._prefetcher = None
             assert self._executor is not None
             self._executor.set_states(self._consumed_states)
+        if interrupted and self._executor is not None:
+            self._executor.cancel()
 
     def _readers(self) -> dict[str, Any]:
         """The readers by name: the graph's, or in debug mode those made so far."""

@@ -121,6 +121,17 @@ class Prefetcher:
             self._cond.notify_all()
             return item
 
+    def cancel(self) -> None:
+        """Abandon everything (``run()`` was interrupted): stop producing and wait for the
+        producer thread only (it may be reading, and the readers must be still before they are
+        rewound); iterations not started are cancelled, and those being computed are left to
+        end by themselves (``Executor.cancel()`` makes them stop at their next operator)."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._thread.join()
+        self.close(wait=False)
+
     def close(self, wait: bool = True) -> None:
         """Stop producing, wait for what is being computed (unless ``wait`` is False: from a
         finalizer, where joining a thread can deadlock), drop everything queued."""
