@@ -40,8 +40,27 @@ Rules, where DALI's decoders (libjpeg-turbo, nvJPEG, libtiff...) leave a choice:
 ``device="mixed"`` decodes on the CPU as well and hands the image to the GPU (a CuPy array), so a
 pipeline written for DALI's mixed decoder runs unchanged; it needs CuPy and a CUDA device.
 
-A file that cannot be decoded (not an image, truncated, empty) raises ``OperatorError`` naming
-the sample and its file; the pipeline stays usable.
+Bad files (the whole table, with DALI's behaviour beside it, is in ``docs/errors.md``):
+
+- ``on_error="raise"`` (default): a file that cannot be decoded (empty, not an image, truncated,
+  header only, over ``max_pixels``) raises ``OperatorError`` naming the sample, its file and the
+  reason in plain words; the pipeline stays usable and the next ``run()`` gives the next batch.
+- ``on_error="skip"`` (augkit only; DALI has no such option: its decoder cannot ask the reader
+  for another sample, NVIDIA/DALI#3913): the reader decodes each sample as it reads it
+  (``FileReader.add_check``, in the pipeline's read stage, on the same threads), leaves the bad
+  ones out and reads on until the batch is full, so batches stay full and labels stay with
+  their images. Files that cannot even be read are skipped the same way. Every skip is a
+  ``SkippedSampleWarning`` at the ``run()`` that delivers the batch and a record in
+  ``Pipeline.skipped`` (file, reason, iteration). The batches are the same in synchronous,
+  prefetching and debug mode (in debug mode the reader refills its batch when the decoder
+  runs). The input must come straight from a reader (else an error at build); in eager calls
+  bad samples are left out of the returned list, with the warning. ``pad_last_batch`` pads
+  with the last good sample; ``last_batch_policy="partial"`` epochs may end shorter. A data
+  set in which more samples in a row fail than it has files stops with an error.
+- ``max_pixels`` (default 178,956,970, Pillow's own limit): an image whose header claims more
+  pixels is refused before any pixel is decoded (decompression bombs: a few KB of PNG can
+  claim gigabytes); JPEG and PNG sizes are read from their headers, other formats from
+  Pillow's lazy open.
 
 Example:
     >>> from augkit import fn, pipeline_def, types
