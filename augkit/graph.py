@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from augkit.errors import ArgumentError, AugkitError
+from augkit.errors import ArgumentError, AugkitError, DeviceError
 from augkit.operators.registry import OperatorSchema
 
 _ids = itertools.count()
@@ -199,7 +199,7 @@ class Operator:
 
     def __init__(self, **kwargs: Any) -> None:
         schema = self.schema
-        device = kwargs.get("device", "cpu")
+        device = "cpu" if kwargs.get("device") is None else kwargs["device"]
         if device not in schema.devices:
             raise ArgumentError(
                 f"{schema.class_name}: device={device!r} is not supported; augkit has "
@@ -207,7 +207,7 @@ class Operator:
             )
         self._device = device
         self._constants, self._arg_nodes = schema.bind(kwargs, is_node)
-        self._given = set(kwargs)
+        self._given = _given(kwargs)
         # A required argument that takes per-sample values may come with the call instead, as
         # in DALI (``rotate = ops.Rotate()``, then ``rotate(images, angle=rng())``).
         _check_missing(schema, self._given, at_call=False)
@@ -220,7 +220,7 @@ class Operator:
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         schema = self.schema
         constants, arg_nodes = schema.bind(kwargs, is_node)
-        _check_missing(schema, self._given | set(kwargs), at_call=True)
+        _check_missing(schema, self._given | _given(kwargs), at_call=True)
         args = {**self._args, **constants}
         arg_nodes = {**self._arg_nodes, **arg_nodes}
         for key, node in arg_nodes.items():
@@ -240,6 +240,7 @@ class Operator:
             )
             raise ArgumentError(f"{schema.class_name}: takes {want} input(s), got {len(inputs)}.")
         if _session() is not None:
+            _check_device(schema, self._device)
             # Debug mode: a list of arrays or tensors is one batch given as an input; only a
             # list of nodes is DALI's multiple input sets.
             inputs = tuple(
@@ -289,6 +290,25 @@ class Operator:
                 inputs[k] = node.gpu()
         node = OperatorNode(schema, self._device, args, arg_nodes, inputs)
         return node.outputs
+
+
+def _given(kwargs: dict[str, Any]) -> set[str]:
+    """The arguments given a value (``None`` counts as not given, as in DALI)."""
+    return {key for key, value in kwargs.items() if value is not None}
+
+
+def _check_device(schema: OperatorSchema, device: str) -> None:
+    """Debug mode and eager run an operator as it is called: a GPU operator without a GPU is
+    refused then, as ``Pipeline.build()`` refuses it (``Executor._check_devices``)."""
+    if device in ("gpu", "mixed"):
+        from augkit.backend import gpu_unavailable_reason
+
+        reason = gpu_unavailable_reason()
+        if reason is not None:
+            raise DeviceError(
+                f"{schema.class_name} (device={device!r}) needs a GPU, but {reason}. Use "
+                f"device='cpu' for it, or run where a CUDA device and CuPy exist."
+            )
 
 
 def _check_missing(schema: OperatorSchema, given: set[str], at_call: bool) -> None:

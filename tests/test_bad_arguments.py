@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import augkit.plugin.pytorch as dalitorch
-from augkit import fn, ops, pipeline_def, types
+from augkit import eager, fn, ops, pipeline_def, types
 from augkit.backend import gpu_unavailable_reason
 from augkit.errors import ArgumentError, DeviceError, GraphError
 from augkit.operators.registry import REGISTRY, Arg, OperatorSchema, _bounds
@@ -70,8 +70,9 @@ def _out_of_range(arg: Arg) -> list[Any]:
     infinity for numbers."""
     low = getattr(arg.convert, "low", None)
     high = getattr(arg.convert, "high", None)
+    # Just outside, by 1 or (for bounds like float32's largest number) by the bound itself.
     values: list[Any] = [
-        bound + step for bound, step in ((low, -1), (high, 1)) if bound is not None
+        b + step * max(1, abs(b)) for b, step in ((low, -1), (high, 1)) if b is not None
     ]
     if (arg.allowed or "").startswith("a number"):
         values += [math.nan, math.inf]
@@ -233,6 +234,39 @@ def test_gpu_operator_without_gpu_is_a_device_error_at_build(
     message = str(info.value)
     short = REGISTRY[name].class_name.rsplit(".", 1)[-1]
     assert short in message and "needs a GPU" in message and "device='cpu'" in message
+
+
+@pytest.mark.skipif(gpu_unavailable_reason() is None, reason="this machine has a GPU")
+def test_gpu_operator_without_gpu_in_eager_and_debug_mode() -> None:
+    """Eager calls and debug pipelines run an operator when it is called: the DeviceError comes
+    then, naming the operator (not an OperatorError of an internal copy to the GPU)."""
+    image = np.zeros((4, 4, 3), np.uint8)
+    with pytest.raises(DeviceError, match=r"^Flip \(device='gpu'\) needs a GPU, but "):
+        eager.flip(image, device="gpu")
+    with pytest.raises(DeviceError, match=r"^decoders.Image \(device='mixed'\) needs a GPU"):
+        eager.decoders.image(np.zeros(8, np.uint8), device="mixed")
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=0, seed=1, debug=True)
+    def define() -> Any:
+        return fn.crop(fn.external_source(source=lambda: [image]), crop=(2, 2), device="gpu")
+
+    pipe = define()
+    try:
+        with pytest.raises(DeviceError, match="Crop"):
+            pipe.run()
+    finally:
+        pipe.close()
+
+
+def test_none_counts_as_not_given() -> None:
+    """As in DALI: an argument given None takes its default (a None std would otherwise reach
+    the kernel), and a required one given None is missing."""
+    image = np.full((2, 2, 3), 100, np.uint8)
+    default = eager.crop_mirror_normalize(image, seed=1)
+    np.testing.assert_array_equal(eager.crop_mirror_normalize(image, std=None, seed=1), default)
+    with pytest.raises(ArgumentError, match="missing required argument 'angle'"):
+        eager.rotate(image, angle=None)
+    assert ops.Flip(device=None).device == "cpu"
 
 
 # --- inputs of a known wrong kind: GraphError at build ------------------------------------------

@@ -63,9 +63,14 @@ def normalization(
     values unchanged (``mean' == 0`` and ``inv == 1``).
 
     Raises:
-        ValueError: mean and std of different lengths, neither being a single value.
+        ValueError: mean or std empty, or of different lengths, neither being a single value; values
+            that give no finite normalization in float32 (std=1e-40, scale=1e300).
     """
-    mean32, std32 = np.asarray(mean, np.float32), np.asarray(std, np.float32)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        mean32, std32 = np.asarray(mean, np.float32), np.asarray(std, np.float32)
+        scale32, shift32 = np.float32(scale), np.float32(shift)
+    if 0 in (mean32.size, std32.size):
+        raise ValueError("mean and std need at least one value each (one, or one per channel)")
     if mean32.size != std32.size and 1 not in (mean32.size, std32.size):
         raise ValueError(
             f"mean ({mean32.size} values) and std ({std32.size} values) must have the same "
@@ -73,9 +78,15 @@ def normalization(
         )
     n = max(mean32.size, std32.size)
     mean32, std32 = np.broadcast_to(mean32, (n,)), np.broadcast_to(std32, (n,))
-    scale32, shift32 = np.float32(scale), np.float32(shift)
-    shifted_mean = mean32 - shift32 * std32 / scale32
-    inv = scale32 / std32
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        shifted_mean = mean32 - shift32 * std32 / scale32
+        inv = scale32 / std32
+    if not (np.isfinite(shifted_mean).all() and np.isfinite(inv).all() and inv.all()):
+        raise ValueError(
+            f"mean={mean}, std={std}, scale={scale} and shift={shift} give no "
+            f"finite normalization in float32 (out = (in - mean) / std * scale + shift): "
+            f"keep them within float32's range (about 1e-38 to 3e38 in magnitude)"
+        )
     if not shifted_mean.any() and (inv == 1).all():
         return None
     return shifted_mean, inv
@@ -156,7 +167,10 @@ class CropMirrorNormalize(ImageOperator):
             bshape[channel] = norm[0].size
             shifted_mean = xp.asarray(norm[0].reshape(bshape))
             inv = xp.asarray(norm[1].reshape(bshape))
-            return convert_sat((region.astype(np.float32) - shifted_mean) * inv, out_dtype, xp)
+            # float32, as DALI: beyond its range values become inf and saturate, silently.
+            with np.errstate(over="ignore", invalid="ignore"):
+                normalized = (region.astype(np.float32) - shifted_mean) * inv
+                return convert_sat(normalized, out_dtype, xp)
 
         anchor, size = crop_window(sample.shape, layout, crop_request(args), rounding)
         anchor, size = fit_window(out_of_bounds_policy, sample.shape, anchor, size, layout)

@@ -14,6 +14,7 @@ from augkit import backend
 from augkit.errors import ArgumentError, OperatorError
 from augkit.operators.base import OperatorImpl, RunContext, finish
 from augkit.operators.registry import (
+    MAX_OUTPUTS,
     Arg,
     OperatorSchema,
     described,
@@ -153,7 +154,12 @@ register(
         "an iterable of batches. With ``num_outputs`` it returns that many batches per call.",
         args=[
             Arg("source", "callable or iterable giving batches", None, _source),
-            Arg("num_outputs", "number of outputs the source gives per call", None, to_int(1)),
+            Arg(
+                "num_outputs",
+                "number of outputs the source gives per call",
+                None,
+                to_int(1, MAX_OUTPUTS),
+            ),
             Arg("layout", "layout of the samples (one per output, or one for all)", "", _layout),
             Arg(
                 "cycle",

@@ -78,13 +78,18 @@ class ImageOperator(SampleOperator):
 def check_image(
     operator: str, sample: Any, layout: str, layouts: Sequence[str], dtypes: Sequence[np.dtype]
 ) -> None:
-    """Raise ValueError, in words a user can act on, when ``sample`` is not a 3-D image of one
-    of ``layouts`` ("" counts as the first) with one of ``dtypes``."""
+    """Raise ValueError, in words a user can act on, when ``sample`` is not a non-empty 3-D
+    image of one of ``layouts`` ("" counts as the first) with one of ``dtypes``."""
     if sample.ndim != 3 or layout not in (*layouts, ""):
         where = f" and layout {layout!r}" if layout else ""
         raise ValueError(
             f"{operator} needs images with layout {' or '.join(layouts)} (3 dimensions), got a "
             f"sample of shape {tuple(sample.shape)}{where}"
+        )
+    if 0 in sample.shape:
+        raise ValueError(
+            f"{operator} needs a non-empty image (height, width and channels > 0), got a "
+            f"sample of shape {tuple(sample.shape)}"
         )
     if sample.dtype not in dtypes:
         names = ", ".join(np.dtype(t).name for t in dtypes)

@@ -91,6 +91,7 @@ from augkit import backend
 from augkit.errors import AugkitError, OperatorError
 from augkit.operators.base import OperatorImpl, RunContext, finish
 from augkit.operators.registry import (
+    MAX_OUTPUTS,
     REQUIRED,
     Arg,
     OperatorSchema,
@@ -645,7 +646,7 @@ def _describe(value: Any) -> str:
 def _common_args(batch_default: bool) -> list[Arg]:
     return [
         Arg("function", "the Python function to run", REQUIRED, to_callable),
-        Arg("num_outputs", "how many outputs the function returns", 1, to_int(0)),
+        Arg("num_outputs", "how many outputs the function returns", 1, to_int(0, MAX_OUTPUTS)),
         Arg(
             "batch_processing",
             "call the function once per batch with lists of samples (else once per sample)",

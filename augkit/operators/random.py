@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from augkit import types
+from augkit.errors import ArgumentError
 from augkit.operators.base import SampleOperator
 from augkit.operators.registry import (
     Arg,
@@ -48,6 +49,18 @@ def _kinds(args: dict[str, Any], inputs: Any) -> list[DataKind]:
 
 class Uniform(SampleOperator):
     random = True
+
+    def setup(self) -> None:
+        dtype = self.args["dtype"]
+        numbers = self.args["values"] or self.args["range"]
+        kind = np.dtype(dtype.numpy)
+        info = np.finfo(kind) if kind.kind == "f" else np.iinfo(kind) if kind.kind in "iu" else None
+        if info is not None and not all(float(info.min) <= v <= float(info.max) for v in numbers):
+            which = "values" if self.args["values"] else "range"
+            raise ArgumentError(
+                f"{self.schema.class_name}: {which} {tuple(numbers)} does not fit dtype "
+                f"types.{dtype.name} (from {info.min} to {info.max})"
+            )
 
     def cpu(
         self,

@@ -30,6 +30,10 @@ from augkit.errors import ArgumentError, suggest
 
 REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
 
+# The most outputs an operator may be asked for (``num_outputs``): each is a graph node, so a
+# mistyped 10**9 would fill the memory before anything could say so.
+MAX_OUTPUTS = 1024
+
 
 @dataclass(frozen=True)
 class Arg:
@@ -198,7 +202,9 @@ class OperatorSchema:
     def bind(
         self, kwargs: dict[str, Any], is_node: Callable[[Any], bool]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Split ``kwargs`` into checked constants and per-sample argument nodes.
+        """Split ``kwargs`` into checked constants and per-sample argument nodes. ``None`` is
+        no value of any argument: as in DALI, an argument given ``None`` counts as not given
+        (its default applies).
 
         Raises:
             ArgumentError: an unknown name, a node given to an argument that takes none, or a
@@ -214,6 +220,8 @@ class OperatorSchema:
                     f"{suggest(key, self.arguments)} Valid arguments: "
                     f"{', '.join(sorted(self.arguments))}."
                 )
+            if value is None:
+                continue
             if is_node(value):
                 if not arg.per_sample:
                     raise ArgumentError(
@@ -434,12 +442,20 @@ def one_of(*choices: Any) -> Callable[[Any], Any]:
             )
         return value
 
+    convert.choices = choices  # type: ignore[attr-defined]
     return convert
 
 
 @described("a data type: types.UINT8, types.FLOAT, ... or a NumPy dtype")
 def to_dtype(value: Any) -> types.DALIDataType:
-    return types.to_dtype(value)
+    dtype = types.to_dtype(value)
+    try:
+        dtype.numpy  # noqa: B018 (NO_TYPE and the like name no type data can have)
+    except TypeError:
+        raise ValueError(
+            f"types.{dtype.name} is no type data can have; use types.UINT8, types.FLOAT, ..."
+        ) from None
+    return dtype
 
 
 @described("types.RGB, types.BGR or types.GRAY")
@@ -491,7 +507,7 @@ COMMON_ARGS = (
         "seed",
         "seed of the operator's random streams (-1: derived from the pipeline's seed)",
         -1,
-        to_int(-1),
+        to_int(-1, 2**63 - 1),
     ),
     Arg(
         "name",

@@ -71,16 +71,19 @@ class BrightnessContrast(SampleOperator):
     ) -> Any:
         xp = backend.array_module(sample)
         out_dtype = sample.dtype if dtype is None else dtype.numpy
-        center = np.float32(
-            contrast_center_for(sample.dtype) if contrast_center is None else contrast_center
-        )
-        brightness32, contrast32 = np.float32(brightness), np.float32(contrast)
-        add = np.float32(brightness_shift) * output_range(out_dtype) + brightness32 * (
-            center - contrast32 * center
-        )
-        mul = brightness32 * contrast32
-        values = sample.astype(np.float32) * mul + add
-        return convert_sat(values, out_dtype, xp)
+        # In float32, as DALI computes: values beyond its range (a float64 input of 1e300,
+        # brightness=1e300) become inf and saturate, without NumPy's overflow warnings.
+        with np.errstate(over="ignore", invalid="ignore"):
+            center = np.float32(
+                contrast_center_for(sample.dtype) if contrast_center is None else contrast_center
+            )
+            brightness32, contrast32 = np.float32(brightness), np.float32(contrast)
+            add = np.float32(brightness_shift) * output_range(out_dtype) + brightness32 * (
+                center - contrast32 * center
+            )
+            mul = brightness32 * contrast32
+            values = sample.astype(np.float32) * mul + add
+            return convert_sat(values, out_dtype, xp)
 
     gpu = cpu
 

@@ -96,6 +96,15 @@ def rotation_matrix(
     return np.array([[c, -s, tx], [s, c, ty]], dtype=np.float32)
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+@described("a number of degrees (within float32's range)", -_FLOAT32_MAX, _FLOAT32_MAX)
+def _angle(value: Any) -> float:
+    # DALI takes the angle as a float32: beyond its range it is inf, and the image NaN.
+    return to_float(-_FLOAT32_MAX, _FLOAT32_MAX)(value)
+
+
 def _round_size(value: float) -> int:
     return max(1, math.floor(value + 0.5))
 
@@ -186,7 +195,7 @@ Example, in a pipeline definition::
     images = fn.rotate(images, angle=fn.random.uniform(range=(-30, 30)), fill_value=0)
 """,
         args=[
-            Arg("angle", "degrees, counter-clockwise on screen", REQUIRED, to_float(), True),
+            Arg("angle", "degrees, counter-clockwise on screen", REQUIRED, _angle, True),
             Arg("axis", "volumes only: not supported by augkit", None, _no_axis),
             Arg(
                 "fill_value",

@@ -136,15 +136,17 @@ def warp_affine(
     px = np.float32(1) - qx
     x0 = x0f.astype(np.int64)
     y0 = y0f.astype(np.int64)
-    s00 = taps(x0, y0).astype(np.float32)
-    s01 = taps(x0 + 1, y0).astype(np.float32)
-    s0 = s00 * px + s01 * qx
-    del s00, s01
-    s10 = taps(x0, y0 + 1).astype(np.float32)
-    s11 = taps(x0 + 1, y0 + 1).astype(np.float32)
-    s1 = s10 * px + s11 * qx
-    del s10, s11
-    return convert_sat(s0 + (s1 - s0) * qy, dtype)
+    # float32, as DALI: infinite samples give inf or NaN (inf * 0) quietly, no NumPy warnings.
+    with np.errstate(over="ignore", invalid="ignore"):
+        s00 = taps(x0, y0).astype(np.float32)
+        s01 = taps(x0 + 1, y0).astype(np.float32)
+        s0 = s00 * px + s01 * qx
+        del s00, s01
+        s10 = taps(x0, y0 + 1).astype(np.float32)
+        s11 = taps(x0 + 1, y0 + 1).astype(np.float32)
+        s1 = s10 * px + s11 * qx
+        del s10, s11
+        return convert_sat(s0 + (s1 - s0) * qy, dtype)
 
 
 # --- separable resampling ------------------------------------------------------------------
