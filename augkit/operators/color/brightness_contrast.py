@@ -23,18 +23,27 @@ from typing import Any
 
 import numpy as np
 
-from augkit import backend
+from augkit import backend, types
 from augkit.operators.base import SampleOperator
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.registry import (
     Arg,
     InputSpec,
     OperatorSchema,
+    described,
     keeps_kind,
     register,
     to_dtype,
     to_float,
 )
+
+
+@described("an integer or floating-point type: types.UINT8, types.FLOAT, ...")
+def _number_type(value: Any) -> types.DALIDataType:
+    dtype = to_dtype(value)
+    if np.dtype(dtype.numpy).kind not in "iuf":
+        raise ValueError(f"brightness_contrast produces numbers, not types.{dtype.name}")
+    return dtype
 
 
 def contrast_center_for(dtype: Any) -> float:
@@ -125,7 +134,7 @@ register(
                 None,
                 to_float(),
             ),
-            Arg("dtype", "output data type (default: the input's)", None, to_dtype),
+            Arg("dtype", "output data type (default: the input's)", None, _number_type),
         ],
     )
 )

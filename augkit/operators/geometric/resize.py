@@ -452,6 +452,12 @@ class ResizeImpl(SampleOperator):
             roi_relative=args.get("roi_relative", False),
             subpixel_scale=args.get("subpixel_scale", True),
         )
+        out_h, out_w = plan.out_size
+        if max(out_h, out_w) > _MAX_EXTENT or out_h * out_w > _MAX_PIXELS:
+            raise ValueError(
+                f"the output size {out_h}x{out_w} is too large: at most {_MAX_EXTENT} per side "
+                f"and {_MAX_PIXELS} pixels (check resize_x/resize_y/size/roi)"
+            )
         min_kind, mag_kind = _filters(args)
         antialias = args.get("antialias", True)
         shrinks = [plan.out_size[d] < abs(plan.src_hi[d] - plan.src_lo[d]) for d in range(2)]
@@ -471,6 +477,10 @@ class ResizeImpl(SampleOperator):
             return _pillow_resize(image, plan, resample, out_dtype)
         return _numpy_resize(image, plan, kinds, antialias, out_dtype)
 
+
+# The largest output: Pillow and torch take int32 sizes, and 2**40 pixels fit no memory.
+_MAX_EXTENT = 2**31 - 1
+_MAX_PIXELS = 2**40
 
 _INTERP_DOC = (
     "types.INTERP_NN, INTERP_LINEAR, INTERP_CUBIC, INTERP_LANCZOS3, INTERP_TRIANGULAR or "

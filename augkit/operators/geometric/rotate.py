@@ -160,6 +160,8 @@ class RotateImpl(SampleOperator):
             out_size = in_size
         else:
             out_size = rotated_canvas_size(in_size, angle)
+        if max(out_size) > 2**31 - 1 or out_size[0] * out_size[1] > 2**40:
+            raise ValueError(f"the output size {out_size[0]}x{out_size[1]} is too large")
         matrix = rotation_matrix(in_size, out_size, angle)
         interp = warp.NEAREST if interp_type == types.INTERP_NN else warp.LINEAR
         return warp.warp_affine(
