@@ -58,6 +58,7 @@ What is checked:
 from __future__ import annotations
 
 import argparse
+import ctypes
 import datetime as dt
 import gc
 import os
@@ -65,7 +66,7 @@ import platform
 import sys
 import time
 import tracemalloc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -342,6 +343,40 @@ def pss_mb(pid: int) -> float:
     return 0.0
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd",
+            "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost",
+        )
+    ]  # fmt: skip
+
+
+def _mallinfo2() -> Callable[[], _MallInfo2] | None:
+    try:
+        function = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return None  # not glibc, or glibc < 2.33
+    function.restype = _MallInfo2
+    function.argtypes = []
+    return function
+
+
+_MALLINFO2 = _mallinfo2()
+
+
+def malloc_mb() -> tuple[float, float]:
+    """This process's C heap (glibc ``mallinfo2``, every arena), MB: bytes in use by live
+    allocations, and bytes the allocator holds from the system (in use + free but kept).
+    In use flat while held grows is the allocator keeping freed memory (fragmentation, trim
+    thresholds), not a leak. (nan, nan) without glibc >= 2.33."""
+    if _MALLINFO2 is None:
+        return float("nan"), float("nan")
+    info = _MALLINFO2()
+    return (info.uordblks + info.hblkhd) / MB, (info.arena + info.hblkhd) / MB
+
+
 def _count(path: str) -> int:
     try:
         return len(os.listdir(path))
@@ -374,6 +409,8 @@ class MemorySample:
     workers: list[ProcessMemory]
     worker_pids: list[int]
     total_pss_mb: float
+    heap_in_use_mb: float  # the parent's C heap: live allocations
+    heap_held_mb: float  # the parent's C heap: what malloc holds from the system
     fds: int
     mappings: int
     shm_files: int
@@ -407,6 +444,7 @@ def sample_memory(
     files that were there before the pipeline (``old_pids``, ``old_files``: in a test run)."""
     me = os.getpid()
     kids = [k for k in descendants(me) if k not in old_pids]
+    in_use, held = malloc_mb()
     return MemorySample(
         iteration=iteration,
         seconds=time.perf_counter() - start,
@@ -414,6 +452,8 @@ def sample_memory(
         workers=[ProcessMemory.of(k) for k in kids],
         worker_pids=kids,
         total_pss_mb=pss_mb(me) + sum(pss_mb(k) for k in kids),
+        heap_in_use_mb=in_use,
+        heap_held_mb=held,
         fds=_count(f"/proc/{me}/fd"),
         mappings=_mappings(me),
         shm_files=len(set(shm_files(me)) - old_files),
@@ -712,6 +752,12 @@ def report(result: SoakResult, settings: str, machine: list[str]) -> str:
         f"RSS total {last.total_mb - warm.total_mb:+.1f} (parent "
         f"{last.parent_mb - warm.parent_mb:+.1f}, workers "
         f"{sum(last.workers_mb) - sum(warm.workers_mb):+.1f})",
+        f"- the parent's C heap (glibc `mallinfo2`, every arena), end of warm-up → end: in use "
+        f"by live allocations {warm.heap_in_use_mb:.1f} → {last.heap_in_use_mb:.1f} (slope "
+        f"{r.slope(lambda s: s.heap_in_use_mb):+.3f}), held from the system "
+        f"{warm.heap_held_mb:.1f} → {last.heap_held_mb:.1f} (slope "
+        f"{r.slope(lambda s: s.heap_held_mb):+.3f}); held growing while in use does not is "
+        "the allocator keeping freed memory, not a leak",
         f"- after close(): {len(r.children_after_close)} child processes, "
         f"{len(r.shm_after_close)} `/dev/shm/augkit-{os.getpid()}-*` files"
         + (f" ({', '.join(r.shm_after_close)})" if r.shm_after_close else ""),
@@ -751,13 +797,14 @@ def write_samples(result: SoakResult, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = [
         "iteration,seconds,rss_parent,rss_workers,rss_total,anon_shmem_parent,"
-        "anon_shmem_workers,anon_shmem_total,file_parent,pss_total,fds,mappings,shm"
+        "anon_shmem_workers,anon_shmem_total,file_parent,pss_total,heap_in_use,heap_held,fds,"
+        "mappings,shm"
     ]
     rows += [
         f"{s.iteration},{s.seconds:.2f},{s.parent_mb:.2f},{sum(s.workers_mb):.2f},"
         f"{s.total_mb:.2f},{s.parent.owned:.2f},{sum(w.owned for w in s.workers):.2f},"
-        f"{s.owned_mb:.2f},{s.parent.file:.2f},{s.total_pss_mb:.2f},{s.fds},{s.mappings},"
-        f"{s.shm_files}"
+        f"{s.owned_mb:.2f},{s.parent.file:.2f},{s.total_pss_mb:.2f},{s.heap_in_use_mb:.2f},"
+        f"{s.heap_held_mb:.2f},{s.fds},{s.mappings},{s.shm_files}"
         for s in result.samples
     ]
     path.write_text("\n".join(rows) + "\n")
