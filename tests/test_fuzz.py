@@ -55,7 +55,7 @@ LAYOUTS = ["", "HWC", "CHW", "HW", "DHWC", "FHWC", "C", "AB", "HHW", "WC"]
 # Numbers small, or far too large for any allocation to be tried (1e15 and up fail at once):
 # sizes in between (a 30000 x 30000 window) would allocate gigabytes, which is no bug but would
 # take the machine's memory from everyone else running on it.
-_HUGE = st.one_of(st.integers(10**15, 2**70), st.integers(-(2**70), -(10**15)))
+_HUGE = st.one_of(st.integers(10**15, 2**130), st.integers(-(2**130), -(10**15)))
 _FLOATS = st.floats().filter(lambda v: not 300 < abs(v) < 1e15)
 _NUMBERS = st.one_of(st.integers(-5, 300), _HUGE, _FLOATS, st.floats(-2.0, 2.0))
 _LIST_ELEMENTS = st.one_of(st.integers(-5, 64), _HUGE, st.floats(-2.0, 70.0), _FLOATS)
@@ -300,14 +300,19 @@ def _leak(exc: AugkitError) -> str:
     if isinstance(cause, _SLIPS):
         return f"a {type(cause).__name__} escapes a kernel"
     frames = traceback.extract_tb(cause.__traceback__)
-    if frames and "site-packages" in frames[-1].filename and _is_augkit(frames):
+    if frames and _in_library(frames[-1].filename) and _is_augkit(frames):
         return f"an error of {pathlib.Path(frames[-1].filename).parent.name} escapes a kernel"
     return ""
 
 
+def _in_library(filename: str) -> bool:
+    """A frame of an installed package (Cython frames are named "numpy/random/_philox.pyx")."""
+    return "site-packages" in filename or filename.endswith(".pyx")
+
+
 def _is_augkit(frames: traceback.StackSummary) -> bool:
     """Whether augkit called the library (a user's function calling it is the user's affair)."""
-    outside = [f for f in frames if "site-packages" not in f.filename]
+    outside = [f for f in frames if not _in_library(f.filename)]
     return bool(outside) and f"{os.sep}augkit{os.sep}" in outside[-1].filename
 
 

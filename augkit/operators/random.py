@@ -6,6 +6,7 @@ operators take as argument inputs, e.g. ``fn.rotate(x, angle=fn.random.uniform(r
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -25,9 +26,18 @@ from augkit.operators.registry import (
     to_ints,
 )
 
-_SHAPE = Arg(
-    "shape", "shape of each sample's value (default: one scalar, shape ())", (), to_ints(low=0)
-)
+_MAX_ELEMENTS = 2**31 - 1
+
+
+@described(f"a list of integers >= 0, at most {_MAX_ELEMENTS} (and as many elements in all)")
+def _shape(value: Any) -> tuple[int, ...]:
+    shape = to_ints(low=0)(value)
+    if math.prod(shape) > _MAX_ELEMENTS or any(n > _MAX_ELEMENTS for n in shape):
+        raise ValueError(f"shape {shape} has more than {_MAX_ELEMENTS} elements")
+    return shape
+
+
+_SHAPE = Arg("shape", "shape of each sample's value (default: one scalar, shape ())", (), _shape)
 
 
 def _dtype_arg(default: types.DALIDataType) -> Arg:
