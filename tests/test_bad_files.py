@@ -13,6 +13,8 @@ import io
 import os
 import pathlib
 import struct
+import subprocess
+import sys
 import tempfile
 import warnings
 import zlib
@@ -449,3 +451,24 @@ def test_skip_records_are_reported_once_per_delivered_batch(mixed_root):
         pipe.reset()  # drops batches read ahead: their skips are reported when delivered
         pipe.run()
     assert [s.source_info for s in pipe.skipped] == ["cats/b.jpg", "cats/d.jpg"] * 2
+
+
+def test_corrupt_exif_decodes_as_stored_without_a_warning(tmp_path):
+    """Pillow warns about EXIF tags it cannot read; the image is fine, so the decoder keeps it
+    as stored and the user sees no warning (checked in a fresh interpreter: pytest's own
+    warning filters would hide the difference)."""
+    tiff = b"II*\x00" + struct.pack("<IH", 8, 1) + struct.pack("<HHIII", 0x010F, 2, 100, 1000, 0)
+    path = tmp_path / "bad_exif.jpg"
+    path.write_bytes(
+        _save(Image.new("RGB", (16, 8), (200, 10, 10)), "JPEG", exif=b"Exif\0\0" + tiff)
+    )
+    code = (
+        "import numpy as np\n"
+        "from augkit.operators.decoders import jpeg, image\n"
+        "jpeg.BACKEND = 'pillow'\n"
+        f"print(image.decode_image(np.fromfile({str(path)!r}, np.uint8)).shape)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.stdout.strip() == "(8, 16, 3)" and result.stderr == "", result.stderr

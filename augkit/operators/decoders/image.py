@@ -75,6 +75,7 @@ from __future__ import annotations
 import contextlib
 import io
 import struct
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -105,6 +106,14 @@ _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _GREY16 = ("I;16", "I;16L", "I;16B", "I;16N", "I")
 _OUTPUT_TYPES = (types.RGB, types.BGR, types.GRAY, types.ANY_DATA)
 _FAST_COLORSPACES = {types.RGB: "RGB", types.BGR: "BGR", types.GRAY: "GRAY", types.ANY_DATA: "ANY"}
+
+
+# Pillow's EXIF parser (in PIL.TiffImagePlugin) warns with a UserWarning about tags it cannot
+# read ("Possibly corrupt EXIF data", "Tag data larger than file"); the decoder reads what it
+# can (the orientation, if any) and otherwise keeps the stored pixels, as the docstring says,
+# so these only alarm. warnings.catch_warnings() is not thread-safe (decoding runs on threads),
+# hence one filter, on UserWarnings from that Pillow module alone.
+warnings.filterwarnings("ignore", category=UserWarning, module=r"PIL\.TiffImagePlugin")
 
 
 def _output_type(value: Any) -> types.DALIImageType:

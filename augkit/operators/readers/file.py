@@ -704,7 +704,7 @@ register(
                 "shuffle_after_epoch_seed",
                 "key of shuffle_after_epoch's permutations (None: 524287, DALI's data-loader seed)",
                 None,
-                to_int(0),
+                to_int(0, 2**63 - 1),
             ),
             Arg("stick_to_shard", "read the same shard every epoch", False, to_bool),
             Arg(
