@@ -16,66 +16,17 @@ from typing import Any
 
 from augkit.errors import GraphError
 from augkit.graph import DataNode, OperatorNode
-from augkit.operators.registry import (
-    DataKind,
-    InputSpec,
-    OperatorSchema,
-    OutputKinds,
-)
-
-# Kinds of operators whose modules do not declare them yet (their registrations were being
-# edited elsewhere when this pass was written): move each entry into the operator's
-# ``register(OperatorSchema(..., accepts=..., output_kinds=...))`` when convenient.
-ENCODED_BYTES = DataKind(
-    ndim=1,
-    layout="",
-    content="encoded",
-    what="1-D encoded bytes from readers.file",
-    hint="decode them first with fn.decoders.image",
-)
-LABELS = DataKind(
-    ndim=1,
-    layout="",
-    content="labels",
-    what="labels of shape (1,) from readers.file",
-    hint=(
-        "labels are not images: use the reader's first output "
-        "(jpegs, labels = fn.readers.file(...))"
-    ),
-)
-DECODED = DataKind(ndim=3, layout="HWC", content="pixels", what="decoded HWC images")
-
-
-def _fixed(*kinds: DataKind | None) -> OutputKinds:
-    return lambda args, inputs: list(kinds)
-
-
-DECLARED_HERE: dict[str, tuple[Sequence[InputSpec | None] | None, OutputKinds | None]] = {
-    "readers.file": (None, _fixed(ENCODED_BYTES, LABELS)),
-    "decoders.image": (
-        [
-            InputSpec(
-                "encoded bytes (1-D uint8 samples, as fn.readers.file gives them)",
-                ndims=(1,),
-                refuses=("labels", "pixels"),
-            )
-        ],
-        _fixed(DECODED),
-    ),
-}
+from augkit.operators.registry import DataKind, InputSpec, OperatorSchema
 
 
 def accepts(schema: OperatorSchema) -> Sequence[InputSpec | None]:
-    if schema.accepts is not None:
-        return schema.accepts
-    return DECLARED_HERE.get(schema.name, (None, None))[0] or ()
+    return schema.accepts or ()
 
 
 def output_kinds(
     schema: OperatorSchema, args: dict[str, Any], inputs: Sequence[DataKind | None]
 ) -> Sequence[DataKind | None]:
-    declare = schema.output_kinds or DECLARED_HERE.get(schema.name, (None, None))[1]
-    return declare(args, inputs) if declare is not None else ()
+    return schema.output_kinds(args, inputs) if schema.output_kinds is not None else ()
 
 
 def check_kinds(nodes: Sequence[OperatorNode]) -> None:

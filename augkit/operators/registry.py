@@ -142,6 +142,11 @@ NOT_PIXELS = ("encoded", "labels")
 OutputKinds = Callable[[dict[str, Any], Sequence[DataKind | None]], Sequence[DataKind | None]]
 
 
+def fixed_kinds(*kinds: DataKind | None) -> OutputKinds:
+    """``output_kinds`` of an operator whose outputs are always of these kinds (a reader's)."""
+    return lambda args, inputs: list(kinds)
+
+
 def keeps_kind(args: dict[str, Any], inputs: Sequence[DataKind | None]) -> list[DataKind | None]:
     """``output_kinds`` of an operator whose one output is of its first input's kind (the same
     number of dimensions and layout: flip, resize, cast...)."""

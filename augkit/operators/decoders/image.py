@@ -88,7 +88,10 @@ from augkit.operators.base import RunContext, SampleOperator, finish
 from augkit.operators.decoders import jpeg
 from augkit.operators.registry import (
     Arg,
+    DataKind,
+    InputSpec,
     OperatorSchema,
+    fixed_kinds,
     register,
     to_bool,
     to_float,
@@ -413,6 +416,16 @@ register(
         devices=("cpu", "mixed"),
         aliases=("ImageDecoder",),
         fn_aliases=("image_decoder",),
+        accepts=[
+            InputSpec(
+                "encoded bytes (1-D uint8 samples, as fn.readers.file gives them)",
+                ndims=(1,),
+                refuses=("labels", "pixels"),
+            )
+        ],
+        output_kinds=fixed_kinds(
+            DataKind(ndim=3, layout="HWC", content="pixels", what="decoded HWC images")
+        ),
         doc=(
             "Decodes images (JPEG, PNG, BMP, TIFF, WebP and any format Pillow reads) from "
             "encoded bytes (uint8, 1-D, as fn.readers.file gives them) to uint8 images with "

@@ -65,7 +65,16 @@ import numpy as np
 
 from augkit.errors import ArgumentError, OperatorError, SkippedSample
 from augkit.operators.base import RunContext, SourceOperator, finish
-from augkit.operators.registry import Arg, OperatorSchema, register, to_bool, to_int, to_ints
+from augkit.operators.registry import (
+    Arg,
+    DataKind,
+    OperatorSchema,
+    fixed_kinds,
+    register,
+    to_bool,
+    to_int,
+    to_ints,
+)
 from augkit.random import epoch_rng
 from augkit.tensors import TensorList
 
@@ -91,6 +100,26 @@ DEFAULT_FILE_FILTERS = (
 SHUFFLE_AFTER_EPOCH_KEY = 524287
 
 _INT32 = np.iinfo(np.int32)
+
+# What the outputs are, for the checks made at build (augkit.static_checks).
+ENCODED_BYTES = DataKind(
+    ndim=1,
+    layout="",
+    content="encoded",
+    what="1-D encoded bytes from readers.file",
+    hint="decode them first with fn.decoders.image",
+)
+LABELS = DataKind(
+    ndim=1,
+    layout="",
+    content="labels",
+    what="labels of shape (1,) from readers.file",
+    hint=(
+        "labels are not images: use the reader's first output "
+        "(jpegs, labels = fn.readers.file(...))"
+    ),
+)
+
 _LIST_LINE = re.compile(r"^(.*\S)\s+(\d+)\s*$", re.ASCII)
 
 
@@ -646,6 +675,7 @@ register(
         num_outputs=2,
         aliases=("FileReader",),
         fn_aliases=("file_reader",),
+        output_kinds=fixed_kinds(ENCODED_BYTES, LABELS),
         doc=(
             "Reads files from disk and returns their raw bytes (uint8, 1-D) and an int32 label "
             "of shape (1,), as DALI's file reader. The files are the immediate subfolders' files "
