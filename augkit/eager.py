@@ -36,14 +36,12 @@ import types as pytypes
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
 import augkit.operators  # noqa: F401  (fills the registry)
 from augkit.debug import DebugSession
 from augkit.errors import OperatorError, report_skips
 from augkit.executor import Executor, Timings
 from augkit.frontends import operator_class
-from augkit.graph import DataNode, tracing
+from augkit.graph import DataNode, per_sample_value, tracing
 from augkit.operators.registry import REGISTRY, OperatorSchema
 from augkit.random import operator_seed, resolve_seed
 from augkit.tensors import TensorList
@@ -110,17 +108,6 @@ def _as_inputs(inputs: tuple[Any, ...]) -> tuple[str, list[Any]]:
     return kind, converted
 
 
-def _per_sample(schema: OperatorSchema, key: str, value: Any) -> bool:
-    """Whether ``value`` gives argument ``key`` one value per sample: a TensorList, or a list
-    of arrays (a list of plain numbers stays a constant, e.g. ``crop=[100, 100]``)."""
-    arg = schema.arguments.get(key)
-    if arg is None or not arg.per_sample:
-        return False
-    if isinstance(value, TensorList):
-        return True
-    return isinstance(value, list) and bool(value) and all(isinstance(v, np.ndarray) for v in value)
-
-
 def _back(batch: TensorList, kind: str) -> Any:
     if kind == "tensorlist":
         return batch
@@ -140,7 +127,7 @@ def call(schema: OperatorSchema, *inputs: Any, batch_size: int | None = None, **
         with tracing(session):  # type: ignore[arg-type]
             nodes = [session.constant(b) for b in batches]
             for key, value in kwargs.items():
-                if _per_sample(schema, key, value):
+                if per_sample_value(schema, key, value):
                     kwargs[key] = session.constant(value)
             out = operator_class(schema)(**kwargs)(*nodes)
         if out is None:

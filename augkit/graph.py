@@ -15,8 +15,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+import numpy as np
+
 from augkit.errors import ArgumentError, AugkitError, DeviceError
 from augkit.operators.registry import OperatorSchema
+from augkit.tensors import TensorList
 
 _ids = itertools.count()
 _local = threading.local()
@@ -186,6 +189,18 @@ def is_node(value: Any) -> bool:
     return isinstance(value, DataNode)
 
 
+def per_sample_value(schema: OperatorSchema, key: str, value: Any) -> bool:
+    """Whether ``value``, given outside a traced graph (debug mode, eager calls), is one value
+    per sample of argument ``key``: a TensorList, or a list of arrays (a list of plain numbers
+    stays a constant, e.g. ``crop=[100, 100]``)."""
+    arg = schema.arguments.get(key)
+    if arg is None or not arg.per_sample:
+        return False
+    if isinstance(value, TensorList):
+        return True
+    return isinstance(value, list) and bool(value) and all(isinstance(v, np.ndarray) for v in value)
+
+
 class Operator:
     """Base of every ``augkit.ops`` class: construct with arguments, call with inputs.
 
@@ -206,7 +221,7 @@ class Operator:
                 f"{schema.class_name} for device {' or '.join(map(repr, schema.devices))}."
             )
         self._device = device
-        self._constants, self._arg_nodes = schema.bind(kwargs, is_node)
+        self._constants, self._arg_nodes = schema.bind(_batches_as_nodes(schema, kwargs), is_node)
         self._given = _given(kwargs)
         # A required argument that takes per-sample values may come with the call instead, as
         # in DALI (``rotate = ops.Rotate()``, then ``rotate(images, angle=rng())``).
@@ -219,7 +234,7 @@ class Operator:
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         schema = self.schema
-        constants, arg_nodes = schema.bind(kwargs, is_node)
+        constants, arg_nodes = schema.bind(_batches_as_nodes(schema, kwargs), is_node)
         _check_missing(schema, self._given | _given(kwargs), at_call=True)
         args = {**self._args, **constants}
         arg_nodes = {**self._arg_nodes, **arg_nodes}
@@ -290,6 +305,18 @@ class Operator:
                 inputs[k] = node.gpu()
         node = OperatorNode(schema, self._device, args, arg_nodes, inputs)
         return node.outputs
+
+
+def _batches_as_nodes(schema: OperatorSchema, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Debug mode: a per-sample argument given as a batch (a TensorList or a list of arrays,
+    as eager calls take it) becomes a node holding that batch."""
+    session = _session()
+    if session is None:
+        return kwargs
+    return {
+        key: session.constant(value) if per_sample_value(schema, key, value) else value
+        for key, value in kwargs.items()
+    }
 
 
 def _given(kwargs: dict[str, Any]) -> set[str]:

@@ -433,6 +433,25 @@ def test_arrays_and_tensors_as_operator_inputs(convert: Callable[[Any], Any]) ->
         np.testing.assert_array_equal(flipped.at(i), kept[i])
 
 
+@pytest.mark.parametrize("as_batch", [list, TensorList], ids=["list of arrays", "TensorList"])
+def test_per_sample_arguments_as_batches_in_debug_mode(as_batch: Any) -> None:
+    """A per-sample argument may be a batch of values in debug mode, as in eager calls."""
+    rng = np.random.default_rng(1)
+    batch = [rng.integers(0, 256, (6, 8, 3), dtype=np.uint8) for _ in range(2)]
+    values = [np.array(0.5, np.float32), np.array(1.5, np.float32)]
+    given = values if as_batch is list else TensorList(values)
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=3, debug=True)
+    def define() -> Any:
+        return fn.brightness_contrast(batch, brightness=given)
+
+    (out,) = define().run()
+    for i in range(2):
+        np.testing.assert_array_equal(
+            out.at(i), eager.brightness_contrast(batch[i], brightness=float(values[i]))
+        )
+
+
 def test_an_array_input_is_not_an_operator_for_the_seeds() -> None:
     """Constants do not count as operators: the numbering is that of the traced graph, whose
     external source is where the debug pipeline has a constant."""
