@@ -43,6 +43,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
+from augkit import backend
 from augkit.debug import DebugSession, end_at_user_frame, outputs_of
 from augkit.errors import ArgumentError, AugkitError, GraphError, SkippedSample, report_skips
 from augkit.executor import Executor, Profile, collect, profile_of
@@ -164,6 +165,7 @@ class Pipeline:
         self._last_iteration = 0
         self._consumed_states: dict[str, Any] = {}
         self.skipped: list[SkippedSample] = []
+        self._delivered = 0  # batches run() gave (the allocator is trimmed now and then)
 
     # --- settings -------------------------------------------------------------------------------
     @property
@@ -346,6 +348,9 @@ class Pipeline:
                 raise
         self._last = values
         report_skips(values.values(), self.skipped, stacklevel=4)
+        self._delivered += 1
+        if self._delivered % backend.TRIM_EVERY == 0:
+            backend.trim_allocator()  # long runs stay flat (see its docstring)
         return tuple(values[d] for d in self._outputs)
 
     def _run_debug(self, partial: bool) -> tuple[TensorList, ...]:
@@ -520,6 +525,9 @@ class Pipeline:
             values = executor.compute(self._last_iteration, size, self._last, only)
         self._last = values
         report_skips(values.values(), self.skipped, stacklevel=4)
+        self._delivered += 1
+        if self._delivered % backend.TRIM_EVERY == 0:
+            backend.trim_allocator()  # long runs stay flat (see its docstring)
         return tuple(values[d] for d in self._outputs)
 
     def set_function(self, name: str, function: Callable[..., Any]) -> None:
