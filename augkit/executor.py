@@ -252,7 +252,15 @@ class Executor:
             values.update(zip(node.outputs, outs, strict=True))
             sizes[node.name] = len(outs[0]) if outs else batch_size
         if len(set(sizes.values())) > 1:
-            raise GraphError(f"sources delivered batches of different sizes: {sizes}")
+            hint = (
+                " (with last_batch_policy='partial' each reader ends its epoch on its own: "
+                "readers of data sets of different sizes, or a reader whose decoder skips "
+                "samples with on_error='skip', end it at different batches; use 'fill' or "
+                "'drop')"
+                if partial
+                else ""
+            )
+            raise GraphError(f"sources delivered batches of different sizes: {sizes}{hint}")
         size = next(iter(sizes.values())) if sizes else batch_size
         return values, size, self.states()
 

@@ -24,7 +24,7 @@ import pytest
 from PIL import Image, ImageOps
 
 from augkit import eager, fn, pipeline_def, types
-from augkit.errors import ArgumentError, OperatorError, SkippedSampleWarning
+from augkit.errors import ArgumentError, GraphError, OperatorError, SkippedSampleWarning
 from augkit.pipeline import Pipeline
 
 # --- the files ------------------------------------------------------------------------------
@@ -472,3 +472,21 @@ def test_corrupt_exif_decodes_as_stored_without_a_warning(tmp_path):
         [sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, timeout=120
     )
     assert result.stdout.strip() == "(8, 16, 3)" and result.stderr == "", result.stderr
+
+
+def test_partial_epochs_of_a_skipping_and_a_plain_reader_say_why_they_disagree(
+    mixed_root, photo_paths
+):
+    other = mixed_root / "other"
+    (other / "cls").mkdir(parents=True)
+    for path in photo_paths[:10]:  # as many files as mixed_root, all good
+        (other / "cls" / path.name).write_bytes(path.read_bytes())
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=5)
+    def two_readers():
+        jpegs, _ = fn.readers.file(file_root=str(mixed_root), dir_filters=["cats", "pets"])
+        more, _ = fn.readers.file(file_root=str(other))
+        return fn.decoders.image(jpegs, on_error="skip"), fn.decoders.image(more)
+
+    with pytest.warns(SkippedSampleWarning), pytest.raises(GraphError, match="on_error='skip'"):
+        list(two_readers().epoch(last_batch_policy="partial"))
