@@ -523,11 +523,8 @@ class Pipeline:
                 raise GraphError(f"no operator named {missing} in this pipeline")
             only = executor.downstream({by_name[name].id for name in changed})
             values = executor.compute(self._last_iteration, size, self._last, only)
+        # The readers' batches (and their skip records) are the last run()'s: already reported.
         self._last = values
-        report_skips(values.values(), self.skipped, stacklevel=4)
-        self._delivered += 1
-        if self._delivered % backend.TRIM_EVERY == 0:
-            backend.trim_allocator()  # long runs stay flat (see its docstring)
         return tuple(values[d] for d in self._outputs)
 
     def set_function(self, name: str, function: Callable[..., Any]) -> None:

@@ -490,3 +490,14 @@ def test_partial_epochs_of_a_skipping_and_a_plain_reader_say_why_they_disagree(
 
     with pytest.warns(SkippedSampleWarning), pytest.raises(GraphError, match="on_error='skip'"):
         list(two_readers().epoch(last_batch_policy="partial"))
+
+
+def test_rerun_does_not_report_the_last_batch_skips_again(mixed_root):
+    pipe = skipping(mixed_root, **MODES["synchronous"])
+    with pytest.warns(SkippedSampleWarning):
+        pipe.run()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SkippedSampleWarning)
+        pipe.rerun()
+        pipe.rerun(["Decoder"])
+    assert [s.source_info for s in pipe.skipped] == ["cats/b.jpg", "cats/d.jpg"]
