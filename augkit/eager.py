@@ -133,9 +133,9 @@ def call(schema: OperatorSchema, *inputs: Any, batch_size: int | None = None, **
         if out is None:
             return None
         batches = [d.value for d in session.nodes]
-        if kind == "sample":  # one sample, skipped: nothing is left to return
-            for record in (r for b in batches for r in b._skipped):
-                raise OperatorError(record.reason, operator=record.operator, sample_index=0)
+        skipped = [r for b in batches for r in b._skipped]
+        if skipped and kind == "sample":  # one sample, skipped: nothing is left to return
+            raise OperatorError(skipped[0].reason, operator=skipped[0].operator, sample_index=0)
         report_skips(batches, [], stacklevel=4)
         if isinstance(out, DataNode):
             return _back(out.get(), kind)
