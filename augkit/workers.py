@@ -257,6 +257,19 @@ def _unlink_prefix(prefix: str) -> None:
             os.unlink(path)
 
 
+def _replace_segment(old: _Segment | None, name: str, needed: int) -> _Segment:
+    """A new segment for at least ``needed`` bytes, and at least 5/4 of ``old`` (so a slowly
+    growing batch does not make a new file every call); ``old`` is unlinked and closed."""
+    size = _round_up(max(needed, 1), _SEGMENT_QUANTUM)
+    if old is not None:
+        size = max(size, _round_up(old.size * 5 // 4, _SEGMENT_QUANTUM))
+    segment = _Segment.create(name, size)
+    if old is not None:
+        old.unlink()
+        old.close()
+    return segment
+
+
 def _round_up(n: int, quantum: int) -> int:
     return -(-n // quantum) * quantum
 
@@ -490,15 +503,9 @@ class _WorkerLoop:
             return _dumps(("ok", self.output.name, self._picklable(entries_out, first)))
 
     def _grow_output(self, needed: int) -> None:
-        old = self.output
-        size = _round_up(max(needed, 1), _SEGMENT_QUANTUM)
-        if old is not None:
-            size = max(size, _round_up(old.size * 5 // 4, _SEGMENT_QUANTUM))
         self.outputs_made += 1
-        self.output = _Segment.create(f"{self.prefix}out-{self.outputs_made}", size)
-        if old is not None:
-            old.unlink()
-            old.close()
+        name = f"{self.prefix}out-{self.outputs_made}"
+        self.output = _replace_segment(self.output, name, needed)
 
     @staticmethod
     def _picklable(entries: list[tuple[Any, ...]], first: int) -> list[tuple[Any, ...]]:
@@ -1052,14 +1059,9 @@ class WorkerPool:
         current = slot.input
         if current is not None and needed <= current.size:
             return
-        size = _round_up(needed, _SEGMENT_QUANTUM)
-        if current is not None:
-            size = max(size, _round_up(current.size * 5 // 4, _SEGMENT_QUANTUM))
         slot.inputs_made += 1
-        slot.input = _Segment.create(f"{state.prefix}{slot.index}-in-{slot.inputs_made}", size)
-        if current is not None:
-            current.unlink()
-            current.close()
+        name = f"{state.prefix}{slot.index}-in-{slot.inputs_made}"
+        slot.input = _replace_segment(current, name, needed)
 
     def _ensure_workers(self, state: _PoolState, slots: list[_Slot]) -> None:
         missing = []
