@@ -37,8 +37,10 @@ lint: venv
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)
 
+# The docstrings' examples of augkit/ run too (--doctest-modules); paths given here replace
+# pyproject's testpaths, so tests/ is named.
 test: lint
-	$(BIN)/python -m pytest $(if $(NOTEBOOKS),--nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(NOTEBOOKS) tests)
+	$(BIN)/python -m pytest --doctest-modules augkit tests $(if $(NOTEBOOKS),--nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(NOTEBOOKS))
 
 format: venv
 	$(BIN)/ruff check --fix $(LINT_PATHS)

@@ -1,10 +1,10 @@
 """Debug mode (issue 4): the definition runs eagerly on every run(), and gives the same answers
 as the normal pipeline and as ``augkit.eager``, bit for bit.
 
-The "same answers" test is parametrized over the operator registry: every registered operator
-needs an entry in ``CASES`` (a small definition using it, with per-sample random arguments
-where the operator takes them), and ``test_every_operator_has_a_case`` fails for one that has
-none, so a new operator is covered as soon as it is registered.
+The "same answers" tests are parametrized over the operator registry: each operator runs the
+``body`` of its row in tests/operator_cases.py (a small definition using it, with per-sample
+random arguments where the operator takes them); tests/test_operator_cases.py fails for an
+operator without a row, so a new operator is covered as soon as it is registered and has one.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import pathlib
 import traceback
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,187 +27,24 @@ from augkit.errors import ArgumentError, GraphError, OperatorError
 from augkit.operators.registry import REGISTRY
 from augkit.pipeline import Pipeline
 from augkit.tensors import TensorList
+from tests.operator_cases import BATCH, CASES, PUBLIC, OperatorCase
+from tests.operator_cases import case as operator_case
 from tests.operator_check import fn_operator
 
 IMAGES = pathlib.Path(__file__).resolve().parents[1] / "data" / "images"
 THIS_FILE = str(pathlib.Path(__file__).resolve())
-BATCH = 4  # 15 photos: iteration 3 crosses into the second epoch, 4 is in it
+# BATCH is 4 (tests/operator_cases.py): of the 15 photos, iteration 3 crosses into the second
+# epoch, and 4 is in it.
 ITERATIONS = 5
 SEED = 1234
 SMALL = (24, 32)  # the photos are resized to this (H, W) before the operator under test
 
-Op = Callable[[str], Callable[..., Any]]
+# --- debug == normal, for every operator's row of tests/operator_cases.py ---------------------
+
+OPERATORS = [name for name in PUBLIC if "cpu" in REGISTRY[name].devices]
 
 
-# --- the registry-wide table -------------------------------------------------------------------
-
-
-def _jitter(image: np.ndarray) -> np.ndarray:
-    """Draws from numpy's global generator: seeded per (iteration, sample) by augkit."""
-    noise = np.random.randint(0, 8, size=image.shape)
-    return (image.astype(np.int32) + noise).astype(np.uint8)
-
-
-def _halves(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    w = image.shape[1] // 2
-    return image[:, :w], image[:, w:]
-
-
-def _dlpack_mirror(capsules: list[Any]) -> list[Any]:
-    from torch.utils import dlpack
-
-    return [dlpack.to_dlpack(dlpack.from_dlpack(c).flip(1).contiguous()) for c in capsules]
-
-
-def _torch_brighten(tensor: Any) -> Any:
-    return (tensor.float() * 1.25).clamp(0, 255).to(tensor.dtype)
-
-
-def _numbered(iteration: int) -> list[np.ndarray]:
-    """An external source's batch that depends on the iteration."""
-    return [np.full((2, 3), iteration * 10 + k, np.int32) for k in range(BATCH)]
-
-
-def _uniform(op: Op, low: float, high: float) -> Any:
-    return op("random.uniform")(range=(low, high))
-
-
-@dataclass(frozen=True)
-class Case:
-    """How an operator is used in the parity tests.
-
-    ``input``: what ``body`` gets as ``x``: "images" (small decoded photos), "jpegs" (encoded
-    files), or "none" (it uses no input; ``x`` is still given). ``body(op, x)`` returns the
-    outputs, calling operators as ``op("rotate")(...)``, so that the same body runs in a
-    pipeline (``fn``) and eagerly (``augkit.eager``). ``eager``: also check eager == pipeline.
-    """
-
-    input: str
-    body: Callable[[Op, Any], tuple[Any, ...]]
-    eager: bool = True
-
-
-CASES: dict[str, Case] = {
-    "cast": Case("images", lambda op, x: (op("cast")(x, dtype=types.INT16),)),
-    "crop": Case(
-        "images",
-        lambda op, x: (
-            op("crop")(
-                x,
-                crop=(12, 20),
-                crop_pos_x=_uniform(op, 0, 1),
-                crop_pos_y=_uniform(op, 0, 1),
-            ),
-        ),
-    ),
-    "flip": Case(
-        "images",
-        lambda op, x: (
-            op("flip")(
-                x,
-                horizontal=op("random.coin_flip")(),
-                vertical=op("random.coin_flip")(probability=0.3),
-            ),
-        ),
-    ),
-    "crop_mirror_normalize": Case(
-        "images",
-        lambda op, x: (
-            op("crop_mirror_normalize")(
-                x,
-                crop=(16, 16),
-                crop_pos_x=_uniform(op, 0, 1),
-                mirror=op("random.coin_flip")(),
-                mean=[120.0, 110.0, 100.0],
-                std=[60.0, 55.0, 50.0],
-            ),
-        ),
-    ),
-    "external_source": Case(
-        "none", lambda op, x: (op("external_source")(source=_numbered, layout="AB"),)
-    ),
-    "python_function": Case(
-        "images",
-        lambda op, x: (
-            op("python_function")(x, function=_jitter),
-            *op("python_function")(x, function=_halves, num_outputs=2),
-        ),
-    ),
-    "dl_tensor_python_function": Case(
-        "images", lambda op, x: (op("dl_tensor_python_function")(x, function=_dlpack_mirror),)
-    ),
-    "torch_python_function": Case(
-        "images", lambda op, x: (op("torch_python_function")(x, function=_torch_brighten),)
-    ),
-    "random.uniform": Case(
-        "none",
-        lambda op, x: (
-            op("random.uniform")(range=(-2, 2), shape=[3]),
-            op("random.uniform")(values=[1.0, 2.5, 7.0]),
-        ),
-    ),
-    "random.coin_flip": Case(
-        "none",
-        lambda op, x: (op("random.coin_flip")(probability=_uniform(op, 0, 1), shape=[5]),),
-    ),
-    "brightness_contrast": Case(
-        "images",
-        lambda op, x: (
-            op("brightness_contrast")(
-                x,
-                brightness=_uniform(op, 0.5, 1.5),
-                brightness_shift=_uniform(op, -0.1, 0.1),
-                contrast=_uniform(op, 0.5, 1.5),
-            ),
-        ),
-    ),
-    "decoders.image": Case(
-        "jpegs", lambda op, x: (op("decoders.image")(x, output_type=types.RGB),)
-    ),
-    "resize": Case(
-        "images",
-        lambda op, x: (
-            op("resize")(x, resize_x=_uniform(op, 10, 40), resize_y=_uniform(op, 10, 40)),
-        ),
-    ),
-    "rotate": Case(
-        "images",
-        lambda op, x: (op("rotate")(x, angle=_uniform(op, -45, 45), fill_value=0),),
-    ),
-    "readers.file": Case(
-        "none",
-        lambda op, x: op("readers.file")(
-            file_root=str(IMAGES), random_shuffle=True, initial_fill=5, name="second"
-        ),
-        eager=False,  # readers are iterables in augkit.eager: tests/test_eager.py
-    ),
-}
-
-OPERATORS = sorted(
-    name
-    for name, schema in REGISTRY.items()
-    if schema.module != "internal" and "cpu" in schema.devices
-)
-
-
-def test_every_operator_has_a_case() -> None:
-    missing = [name for name in OPERATORS if name not in CASES]
-    assert not missing, (
-        f"operators without an entry in tests/test_debug.py's CASES (give each a small "
-        f"definition that uses it, with per-sample random arguments where it takes them): "
-        f"{missing}"
-    )
-    stale = sorted(set(CASES) - set(OPERATORS))
-    assert not stale, f"CASES has entries for operators that are not registered: {stale}"
-
-
-def _case(name: str) -> Case:
-    if name not in CASES:
-        pytest.fail(f"{name} has no entry in CASES (see test_every_operator_has_a_case)")
-    return CASES[name]
-
-
-def _pipeline(case: Case, debug: bool) -> Pipeline:
+def _pipeline(case: OperatorCase, debug: bool) -> Pipeline:
     """The case's definition after two shuffled readers' photos, as a pipeline."""
 
     @pipeline_def(batch_size=BATCH, num_threads=2, device_id=None, seed=SEED, debug=debug)
@@ -238,7 +74,7 @@ def _assert_same_batches(a: tuple[TensorList, ...], b: tuple[TensorList, ...], w
 def test_debug_mode_equals_normal_mode(name: str) -> None:
     """Same seed, several iterations across an epoch boundary of shuffled readers: the debug
     pipeline's outputs are bit-identical to the normal one's."""
-    case = _case(name)
+    case = operator_case(name)
     runs = {}
     for debug in (False, True):
         pipe = _pipeline(case, debug)
@@ -268,7 +104,7 @@ def _fixed_jpegs() -> list[np.ndarray]:
     return [np.frombuffer(p.read_bytes(), np.uint8) for p in paths]
 
 
-def _fixed(case: Case) -> list[np.ndarray]:
+def _fixed(case: OperatorCase) -> list[np.ndarray]:
     return _fixed_jpegs() if case.input == "jpegs" else _fixed_images()
 
 
@@ -291,7 +127,7 @@ def test_eager_equals_pipeline(name: str) -> None:
     """The same calls through ``augkit.eager`` under ``rng_state(seed, iteration=i)`` give the
     pipeline's iteration ``i``, for the same input batch (fed through an external source, which
     is operator 0 in both)."""
-    case = _case(name)
+    case = operator_case(name)
     fixed = _fixed(case)
     pipe = Pipeline(batch_size=BATCH, num_threads=2, device_id=None, seed=SEED)
     with pipe:

@@ -10,11 +10,17 @@ CI is reproducible). A longer run:
 
     AUGKIT_FUZZ_EXAMPLES=2000 .venv/bin/python -m pytest tests/test_fuzz.py -q
 
-What is held fixed: a Python operator's ``function`` (a valid one; its own failures are the
-user's), ``parallel="processes"`` is not drawn (a worker pool per call is slow; its errors are
-tested in tests/operators/test_python_function_workers.py), an external source's ``source``
-(it gives the drawn batch), the reader's ``file_root`` (data/images) unless another way of
-listing files is drawn.
+What is held fixed comes from each operator's row in tests/operator_cases.py: its required
+arguments (given unless drawn), a Python operator's ``function`` (a valid one; its own failures
+are the user's), an external source's ``source`` (it gives a drawn batch), the reader's
+``file_root`` (data/images) unless another way of listing files is drawn. Beside the rows,
+``parallel="processes"`` is not drawn (a worker pool per call is slow; its errors are tested in
+tests/operators/test_python_function_workers.py).
+
+An operator passes only if at least one of its calls gives an output: a row that lacks a
+required argument, or a kernel that always raises, would otherwise pass with every call ending
+in an AugkitError, the kernel never run (``_never_ran``; the last tests check that this is
+reported).
 """
 
 from __future__ import annotations
@@ -24,8 +30,11 @@ import io
 import math
 import os
 import pathlib
+import re
+import textwrap
 import traceback
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -38,13 +47,12 @@ from PIL import Image
 
 from augkit import eager, types
 from augkit.errors import AugkitError
-from augkit.operators.registry import REGISTRY, Arg, OperatorSchema
+from augkit.operators.base import SampleOperator
+from augkit.operators.registry import REGISTRY, REQUIRED, Arg, OperatorSchema
 from augkit.tensors import TensorList
+from tests.operator_cases import IMAGES, PUBLIC, OperatorCase, case
 
 EXAMPLES = int(os.environ.get("AUGKIT_FUZZ_EXAMPLES", "25"))
-IMAGES = pathlib.Path(__file__).resolve().parents[1] / "data" / "images"
-PUBLIC = sorted(name for name in REGISTRY if not name.startswith("_"))
-PYTHON_OPERATORS = ("python_function", "dl_tensor_python_function", "torch_python_function")
 
 DTYPES = [np.uint8, np.int16, np.float32, np.float64, np.bool_]
 LAYOUTS = ["", "HWC", "CHW", "HW", "DHWC", "FHWC", "C", "AB", "HHW", "WC"]
@@ -118,9 +126,14 @@ def _value(data: st.DataObject, arg: Arg, batch: int) -> Any:
     return data.draw(strategy, label=arg.name)
 
 
+# Sides of a sample, an empty one now and then: drawn as integers(0, 6), most were 0 (Hypothesis
+# favours the ends of a range), and resize's kernel never ran in 25 examples.
+_SIDES = st.sampled_from([1, 2, 3, 4, 5, 6, 0])
+
+
 @st.composite
 def _sample(draw: st.DrawFn, dtype: Any, ndim: int) -> np.ndarray:
-    shape = tuple(draw(st.integers(0, 6)) for _ in range(ndim))
+    shape = tuple(draw(_SIDES) for _ in range(ndim))
     if dtype == np.bool_:
         elements = st.booleans()
     elif np.issubdtype(dtype, np.integer):
@@ -143,7 +156,7 @@ def _batch(draw: st.DrawFn) -> Any:
     """A list of 1 to 3 samples (one dtype, one rank, shapes of their own), or a TensorList of
     them with a drawn layout; half of the batches are images (3-D, HWC or CHW)."""
     dtype = draw(st.sampled_from(DTYPES))
-    image = draw(st.booleans())
+    image = draw(st.sampled_from([True, False]))  # shrinks towards an image
     ndim = 3 if image else draw(st.integers(0, 4))
     samples = draw(st.lists(_sample(dtype, ndim), min_size=1, max_size=3))
     layouts = ["", "HWC", "CHW"] if image else LAYOUTS
@@ -163,36 +176,13 @@ def _files() -> tuple[np.ndarray, ...]:
 
 @st.composite
 def _encoded(draw: st.DrawFn) -> list[np.ndarray]:
-    """A batch of real image files, whole or cut short."""
+    """A batch of real image files, most whole, some cut short."""
     picked = draw(st.lists(st.sampled_from(_files()), min_size=1, max_size=2))
-    return [b[: draw(st.integers(0, len(b)))] if draw(st.booleans()) else b for b in picked]
+    cut = st.sampled_from([False, False, True])
+    return [b[: draw(st.integers(0, len(b)))] if draw(cut) else b for b in picked]
 
 
-# --- fixed functions for the Python operators ----------------------------------------------
-
-
-def _identity(*xs: Any) -> Any:
-    return xs[0] if len(xs) == 1 else xs
-
-
-def _dlpack_identity(*capsules: Any) -> Any:
-    from torch.utils import dlpack
-
-    out = [
-        dlpack.to_dlpack(dlpack.from_dlpack(c).clone()) if not isinstance(c, list) else c
-        for c in capsules
-    ]
-    return out[0] if len(out) == 1 else tuple(out)
-
-
-FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "python_function": _identity,
-    "dl_tensor_python_function": _dlpack_identity,
-    "torch_python_function": _identity,
-}
-
-
-# --- the test --------------------------------------------------------------------------------
+# --- one call, many calls --------------------------------------------------------------------
 
 
 def _operator(name: str) -> Callable[..., Any]:
@@ -200,30 +190,6 @@ def _operator(name: str) -> Callable[..., Any]:
     for part in name.split("."):
         target = getattr(target, part)
     return target
-
-
-def _fixed_args(schema: OperatorSchema, drawn: dict[str, Any], batch: list[Any]) -> dict[str, Any]:
-    """What the fuzzer does not draw: required arguments and the Python operators' functions."""
-    fixed: dict[str, Any] = {"seed": 1234}
-    if schema.name in FUNCTIONS:
-        fixed["function"] = FUNCTIONS[schema.name]
-    if schema.name == "cast":
-        fixed["dtype"] = types.FLOAT
-    if schema.name == "rotate":
-        fixed["angle"] = 30.0
-    if schema.name == "resize" and not {"size", "resize_shorter", "resize_longer"} & set(drawn):
-        fixed.update(resize_x=7.0, resize_y=5.0)
-    if schema.name == "external_source":
-        fixed["source"] = lambda: batch
-    if schema.name == "readers.file" and not {"files", "file_list"} & set(drawn):
-        fixed["file_root"] = str(IMAGES)
-    return {**fixed, **drawn}
-
-
-def _held_fixed(schema: OperatorSchema, arg: Arg) -> bool:
-    if schema.name in FUNCTIONS and arg.name == "function":
-        return True
-    return schema.name == "external_source" and arg.name == "source"
 
 
 def _check_outputs(out: Any) -> None:
@@ -240,22 +206,36 @@ def _check_outputs(out: Any) -> None:
             assert array.dtype != object, f"an output sample is a Python object: {sample!r}"
 
 
-def _run(schema: OperatorSchema, data: st.DataObject) -> str:
-    """One drawn call; returns "output" or the AugkitError it raised, in words."""
+def _input_count(schema: OperatorSchema, data: st.DataObject) -> int:
+    """How many input batches to give: the schema's number, or mostly one where it takes any."""
+    low, high = schema.min_inputs, schema.max_inputs
+    if low == high:
+        return low
+    counts = [c for c in (1, 1, 1, 0, 2) if c >= low and (high is None or c <= high)]
+    return data.draw(st.sampled_from(counts), label="inputs")
+
+
+def _run(
+    schema: OperatorSchema, case: OperatorCase, call: Callable[..., Any], data: st.DataObject
+) -> str:
+    """One drawn call of ``call`` (the operator's eager form); returns "output" or the
+    AugkitError it raised, in words."""
     name = schema.name
     n = data.draw(st.integers(1, 3), label="batch size")
-    if name == "decoders.image":
+    if case.input == "jpegs":
         inputs = [data.draw(st.one_of(_encoded(), _batch()), label="input")]
-    elif schema.max_inputs == 0 or name == "external_source":
+    elif schema.max_inputs == 0 or case.source_argument:
         inputs = []
     else:
-        count = schema.min_inputs
-        if name in FUNCTIONS:
-            count = data.draw(st.sampled_from([1, 1, 1, 0, 2]), label="inputs")
-        inputs = [data.draw(_batch(), label=f"input {k}") for k in range(count)]
-    source_batch = data.draw(_batch(), label="source batch") if name == "external_source" else []
+        inputs = [
+            data.draw(_batch(), label=f"input {k}") for k in range(_input_count(schema, data))
+        ]
+    source: dict[str, Any] = {}
+    if case.source_argument:
+        source_batch = data.draw(_batch(), label="source batch")
+        source[case.source_argument] = lambda: source_batch
     batch_size = len(inputs[0]) if inputs else n
-    fuzzable = [a for a in schema.arguments.values() if not _held_fixed(schema, a)]
+    fuzzable = [a for a in schema.arguments.values() if a.name not in case.never_drawn]
     picked = data.draw(
         st.lists(st.sampled_from(fuzzable), max_size=3, unique_by=lambda a: a.name),
         label="arguments",
@@ -263,8 +243,7 @@ def _run(schema: OperatorSchema, data: st.DataObject) -> str:
     drawn = {a.name: _value(data, a, batch_size) for a in picked}
     if drawn.get("parallel") == "processes":
         drawn["parallel"] = "threads"
-    kwargs = _fixed_args(schema, drawn, source_batch)
-    call = _operator(name)
+    kwargs = {"seed": 1234, **case.fixed_arguments(drawn), **source, **drawn}
     try:
         if name.startswith("readers."):
             for k, outputs in enumerate(call(batch_size=n, **kwargs)):
@@ -281,6 +260,62 @@ def _run(schema: OperatorSchema, data: st.DataObject) -> str:
             raise AssertionError(f"{name}: {leak}: {type(exc).__name__}: {exc}") from exc
         return f"{type(exc).__name__}: {exc}"
     return "output"
+
+
+def _fuzz(
+    schema: OperatorSchema,
+    case: OperatorCase,
+    call: Callable[..., Any],
+    examples: int = EXAMPLES,
+) -> Counter[str]:
+    """Run ``examples`` drawn calls; returns how many gave an output ("output") and how many
+    raised each AugkitError (by its message). Raises AssertionError for a bug (an exception
+    that is no AugkitError, a warning, a slip: see ``_leak``)."""
+    missing = schema.missing(set(case.required) | set(case.never_drawn))
+    assert not missing, (
+        f"{schema.name}: its row in tests/operator_cases.py gives no value for the required "
+        f"argument(s) {missing}: put one in the row's `required` (or `held`), or no call can "
+        f"get past the argument checks to the kernel"
+    )
+    outcomes: Counter[str] = Counter()
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(data=st.data())
+    def fuzz(data: st.DataObject) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            outcomes[_run(schema, case, call, data)] += 1
+
+    fuzz()
+    return outcomes
+
+
+def _never_ran(name: str, outcomes: Counter[str]) -> str:
+    """Why the fuzzing of ``name`` proves nothing ("" when some call gave an output): without
+    one output, the kernel never ran, and every example passed only by raising an AugkitError
+    (a required argument missing from the row, a kernel that always raises)."""
+    if outcomes["output"]:
+        return ""
+    kinds: Counter[str] = Counter()
+    example: dict[str, str] = {}
+    for message, count in outcomes.items():
+        kind = re.sub(r"\d+", "N", message)  # one kind of error, whatever its numbers
+        kinds[kind] += count
+        example.setdefault(kind, message)
+    common = "\n".join(
+        f"  {count} x {textwrap.shorten(example[kind], 300)}"
+        for kind, count in kinds.most_common(5)
+    )
+    return (
+        f"{name}: none of the {outcomes.total()} fuzzed calls gave an output, so its kernel never "
+        f"ran (check its row in tests/operator_cases.py); the most common errors:\n{common}"
+    )
 
 
 # Exception types augkit never raises on purpose: seen inside an OperatorError, they are a slip in
@@ -318,19 +353,56 @@ def _is_augkit(frames: traceback.StackSummary) -> bool:
 
 @pytest.mark.parametrize("name", PUBLIC)
 def test_operator_gives_an_output_or_an_augkit_error(name: str) -> None:
-    schema = REGISTRY[name]
+    """Every call gives a valid output or an AugkitError, and at least one gives an output."""
+    report = _never_ran(name, _fuzz(REGISTRY[name], case(name), _operator(name)))
+    if report:
+        pytest.fail(report)
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+
+# --- the test of the test: an operator whose kernel never runs is reported ----------------------
+
+
+class _AlwaysRaises(SampleOperator):
+    def cpu(self, sample: Any, **_: Any) -> Any:
+        raise ValueError("this kernel always raises")
+
+
+class _NeedsAmount(SampleOperator):
+    def cpu(self, sample: Any, *, amount: Any, **_: Any) -> Any:
+        return np.array(sample)
+
+
+def _fake(name: str, impl: type, args: tuple[Arg, ...] = ()) -> OperatorSchema:
+    """A schema registered nowhere (so no other test sees it), called through ``eager.call``."""
+    return OperatorSchema(name=name, class_name=name.title(), impl=impl, doc="", args=args)
+
+
+def test_an_operator_whose_kernel_always_raises_is_reported() -> None:
+    schema = _fake("_fuzz_always_raises", _AlwaysRaises)
+    row = OperatorCase(input="images", body=lambda op, x: (op(schema.name)(x),))
+    outcomes = _fuzz(schema, row, functools.partial(eager.call, schema), examples=10)
+    report = _never_ran(schema.name, outcomes)
+    assert re.match(r"_fuzz_always_raises: none of the \d+ fuzzed calls gave an output", report)
+    assert "ValueError: this kernel always raises" in report
+
+
+_NEEDS_AMOUNT = _fake("_fuzz_needs_amount", _NeedsAmount, (Arg("amount", "", REQUIRED),))
+
+
+def test_an_operator_that_works_is_not_reported() -> None:
+    schema = _NEEDS_AMOUNT
+    row = OperatorCase(
+        input="images", body=lambda op, x: (op(schema.name)(x),), required={"amount": 1}
     )
-    @given(data=st.data())
-    def fuzz(data: st.DataObject) -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            _run(schema, data)
+    outcomes = _fuzz(schema, row, functools.partial(eager.call, schema), examples=10)
+    assert outcomes["output"] > 0, outcomes
+    assert _never_ran(schema.name, outcomes) == ""
 
-    fuzz()
+
+def test_a_row_without_a_required_argument_is_reported() -> None:
+    schema = _NEEDS_AMOUNT
+    row = OperatorCase(input="images", body=lambda op, x: (op(schema.name)(x),))
+    with pytest.raises(
+        AssertionError, match=r"_fuzz_needs_amount: .* required argument\(s\) \['amount'\]"
+    ):
+        _fuzz(schema, row, functools.partial(eager.call, schema), examples=10)

@@ -2,10 +2,28 @@
 for its Python functions' parameters.
 
 Example:
+    >>> import numpy as np
+    >>> from augkit import fn, pipeline_def
     >>> from augkit.widgets import Viewer
+    >>> def brighten(image, amount=30):
+    ...     return np.clip(image.astype(np.int16) + amount, 0, 255).astype(np.uint8)
+    >>> gray = np.full((32, 48, 3), 100, np.uint8)
+    >>> @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=1)
+    ... def brightened():
+    ...     images = fn.external_source(source=lambda: [gray] * 4, layout="HWC")
+    ...     return fn.python_function(images, function=brighten, name="brighten")
+    >>> pipe = brightened()
     >>> viewer = Viewer(pipe, params={"brighten": {"amount": (0, 100, 5)}})
-    >>> viewer  # the last expression of a cell shows the viewer
-    >>> viewer.update(brighten=brighten)  # after editing ``def brighten`` in a cell
+    >>> viewer  # doctest: +SKIP
+    >>> # ^ the last expression of a cell shows the viewer; a slider sets ``amount``
+    >>> viewer.batch.at(0)[0, 0]  # a pixel of the batch on screen
+    array([130, 130, 130], dtype=uint8)
+    >>> def brighten(image, amount=30):  # edited in a cell...
+    ...     return np.clip(image.astype(np.int16) + 2 * amount, 0, 255).astype(np.uint8)
+    >>> viewer.update(brighten=brighten)  # ...the same batch, through the new function
+    >>> viewer.batch.at(0)[0, 0]
+    array([160, 160, 160], dtype=uint8)
+    >>> pipe.close()
 """
 
 from __future__ import annotations

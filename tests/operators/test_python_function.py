@@ -262,7 +262,7 @@ def test_user_error_names_operator_sample_source_and_keeps_traceback(pairs):
     with pytest.raises(OperatorError) as info:
         pipe.run()
     message = str(info.value)
-    assert "function test_user_error_names_operator_sample_source_and_keeps_traceback.<locals>"
+    assert f"(function {broken.__qualname__})" in message, message
     assert "broken" in message and "sample #0" in message and "KeyError" in message
     cause = info.value.__cause__
     assert isinstance(cause, KeyError)
