@@ -1,11 +1,12 @@
-"""``python -m benchmarks``: augkit, NVIDIA DALI (CPU), plain Python and a torch DataLoader,
-side by side in one run.
+"""``python -m benchmarks``: augkit, NVIDIA DALI (CPU), plain Python, a torch DataLoader and
+a bound (augkit's kernels on the same threads, no pipeline), side by side in one run.
 
 Every contender is set up and warmed up, then timed in rounds: each round times one pass of
 every contender of every workload, in an order rotated by one each round, so slow spells of a
 noisy machine fall on all of them alike. The table gives each contender's median images/s over
 the rounds (with min–max), and its ratios to DALI and to plain Python: the median over rounds
-of the ratio within the round. DALI runs in a subprocess of its own venv (``dali.py``). See
+of the ratio within the round. DALI runs in a subprocess of its own venv (``dali.py``). After
+the rounds, the first-run latency is measured in fresh processes (``first_run.py``). See
 ``benchmarks/README.md``.
 """
 
@@ -27,6 +28,7 @@ from pathlib import Path
 from PIL import Image
 
 from benchmarks import dali
+from benchmarks import first_run as fr
 from benchmarks import machine as mc
 from benchmarks import report as rp
 from benchmarks import workloads as wl
@@ -51,6 +53,15 @@ TARGETS = {"a": 3.0, "b": 2.3, "c": 1.7, "scaling": 1.7, "overhead_us": 50.0}
 # Issue 4's target: debug mode against the normal pipeline, same threads, on (b).
 DEBUG_TARGET = 0.7
 DEBUG_WORKLOAD = "b"
+# Issue 11's targets: augkit's default against the bound (its own kernels on the same threads,
+# no pipeline) on (a) and (b); the per-sample framework overhead (the "without python_function"
+# figure of the overhead pipeline); the first run() after build() in a fresh process.
+BOUND_TARGET = 0.9
+FRAMEWORK_OVERHEAD_TARGET_US = 5.0
+FIRST_RUN_TARGET_S = 0.3
+# The bound must compute what augkit's pipeline does: at most this many levels on any pixel
+# (the same kernels give 0; more means a different kernel or path, named in the report).
+BOUND_TOLERANCE = 2
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -107,6 +118,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="afterwards, cProfile two passes of augkit (num_threads=1) per workload",
     )
+    parser.add_argument(
+        "--first-runs",
+        type=int,
+        default=3,
+        help="fresh processes per mode for the first-run latency (default 3; 0: not measured)",
+    )
     parser.add_argument("--no-dali", action="store_true", help="leave DALI out")
     parser.add_argument(
         "--dali-venv",
@@ -130,6 +147,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--images must be a positive multiple of 128 (two batches of 32 pairs)")
     if args.rounds < 1 or args.warmup < 0 or args.workers < 1 or args.py_workers < 1:
         parser.error("need --rounds >= 1, --warmup >= 0, --workers >= 1 and --py-workers >= 1")
+    if args.first_runs < 0:
+        parser.error("need --first-runs >= 0")
     if not args.workloads or set(args.workloads) - set(wl.WORKLOADS):
         parser.error("--workloads takes letters among 'abc'")
     args.workloads = "".join(k for k in wl.WORKLOADS if k in args.workloads)
@@ -212,6 +231,9 @@ def make_contenders(
             if args.dali_sync:
                 contenders.append(dali.DaliPipeline(workload, batches, args.data, runner, "sync"))
         contenders.append(wl.PlainPython(workload, batches, files))
+        if key in wl.BOUND_WORKLOADS:
+            # Issue 11: augkit's own kernels on the same threads, no pipeline.
+            contenders.append(wl.KernelBound(workload, batches, args.data))
         contenders.append(wl.AugkitPipeline(workload, batches, args.data))
         contenders.append(
             wl.AugkitPipeline(workload, batches, args.data, py_num_workers=args.py_workers)
@@ -381,6 +403,13 @@ def render_overheads(direct: float, overheads: list[wl.Overhead], failures: list
     return [*lines, *(["", *failures] if failures else [])]
 
 
+def verdict(value: float | None, target: float, higher_is_better: bool = True) -> str:
+    if value is None:
+        return "not measured"
+    ok = value >= target if higher_is_better else value <= target
+    return "met" if ok else "**missed**"
+
+
 def render_targets(
     results: rp.Results,
     overheads: list[wl.Overhead],
@@ -389,13 +418,6 @@ def render_targets(
     scaling: wl.Scaling | None,
 ) -> list[str]:
     """Issue 3's targets against this run's ratios."""
-
-    def verdict(value: float | None, target: float, higher_is_better: bool = True) -> str:
-        if value is None:
-            return "not measured"
-        ok = value >= target if higher_is_better else value <= target
-        return "met" if ok else "**missed**"
-
     lines = []
     dali_label = results.dali_label
     # Issue 3's targets are about augkit's default and its workers, not the debug-mode rows.
@@ -437,6 +459,160 @@ def render_targets(
         f"- python_function overhead per sample ≤ {TARGETS['overhead_us']:.0f} µs over a direct "
         f"call: {shown} (augkit, default): {verdict(over, TARGETS['overhead_us'], False)}"
     )
+    return lines
+
+
+def bound_differs(checks: list[wl.BoundCheck]) -> bool:
+    return any(c.max_abs_diff > BOUND_TOLERANCE for c in checks)
+
+
+def render_issue11_targets(
+    results: rp.Results,
+    overheads: list[wl.Overhead],
+    checks: list[wl.BoundCheck],
+    first: fr.FirstRuns | None,
+) -> list[str]:
+    """Issue 11's targets: augkit's default against the bound, the per-sample framework
+    overhead beside DALI's, the first run() after build()."""
+    lines = []
+    caveat = (
+        " (**the bound's output differs from augkit's**: see the bound's section)"
+        if bound_differs(checks)
+        else ""
+    )
+    for key in results.bound_keys():
+        default = results.get("augkit, default", key)
+        bound = results.get(results.bound_label, key)
+        ratio = default.ratio(bound) if default else None
+        shown = (
+            "–"
+            if ratio is None or default is None or bound is None
+            else f"{ratio:.2f}× ({default.median:.0f} against {bound.median:.0f} img/s)"
+        )
+        lines.append(
+            f"- ({key}) augkit, default ≥ {BOUND_TARGET}× bound: {shown}{caveat}: "
+            f"{verdict(ratio, BOUND_TARGET)}"
+        )
+    default_o = next((o for o in overheads if o.label == "augkit, default"), None)
+    dali_o = next((o for o in overheads if "DALI" in o.label), None)
+    ours = None if default_o is None else default_o.without_us
+    if ours is None:
+        shown = "–"
+    else:
+        shown = f"{ours:.1f} µs/sample (augkit, default)"
+        if dali_o is not None:
+            shown += (
+                f"; {dali_o.label} {dali_o.without_us:.1f} µs/sample, augkit at "
+                f"{ours / dali_o.without_us:.1f}× DALI's"
+            )
+        else:
+            shown += "; DALI's: not measured"
+    lines.append(
+        f"- per-sample framework overhead (`fn.random.uniform(shape=[{OVERHEAD_SIZE}])`, batch "
+        f"{wl.BATCH_SIZE}) ≤ {FRAMEWORK_OVERHEAD_TARGET_US:.0f} µs/sample: {shown}: "
+        f"{verdict(ours, FRAMEWORK_OVERHEAD_TARGET_US, False)}"
+    )
+    first_run = None if first is None else first.median("build", "first_run")
+    runs = "" if first is None else f" (median of {len(first.values('build', 'first_run'))} "
+    shown = "–" if first_run is None else f"{first_run:.2f} s{runs}fresh processes)"
+    lines.append(
+        f"- first `run()` after `build()` (decode + resize, batch {wl.BATCH_SIZE}, "
+        f"`num_threads={wl.NUM_THREADS}`) ≤ {FIRST_RUN_TARGET_S} s: {shown}: "
+        f"{verdict(first_run, FIRST_RUN_TARGET_S, False)}"
+    )
+    return lines
+
+
+def render_bound(
+    results: rp.Results,
+    kernels: wl.BoundKernels | None,
+    checks: list[wl.BoundCheck],
+    check_failures: list[str],
+) -> list[str]:
+    """What the bound runs, and its check against augkit's pipeline."""
+    keys = results.bound_keys()
+    if not keys:
+        return ["Not measured: neither (a) nor (b) was run."]
+    kernels_line = (
+        f"The kernels: {kernels.description}." if kernels else "The kernels: not available."
+    )
+    lines = [
+        f"`{wl.BOUND_LABEL}` on {', '.join(f'({k})' for k in keys)}: augkit's decode and "
+        f"resize kernels called directly on a `ThreadPoolExecutor` of {wl.NUM_THREADS} threads; "
+        "each task reads one pair of files from disk (`np.fromfile`, as `fn.readers.file` "
+        "does), decodes and resizes both images to 300×300 and, on (b), runs `edit_images` on "
+        "the pair; the main thread stacks each batch (`np.stack`) as the other contenders "
+        f"deliver it; {wl.BOUND_DEPTH} batches are submitted ahead of the one delivered, so the "
+        "threads never wait. Timed as augkit is (one untimed batch, then the steady rate), in "
+        "the same rounds. × bound: median over rounds of the contender's rate over the "
+        "bound's in the same round.",
+        "",
+        kernels_line,
+        "",
+        "Check (untimed, once): augkit's pipeline of the workload (both readers in file order, "
+        "the second one's list rotated by one file) against the bound on the same files, "
+        "output by output:",
+        "",
+    ]
+    for c in checks:
+        same = (
+            "the same computation"
+            if c.max_abs_diff == 0
+            else (
+                "within the tolerance"
+                if c.max_abs_diff <= BOUND_TOLERANCE
+                else "**not the same computation**"
+            )
+        )
+        lines.append(
+            f"- ({c.workload}) {c.pairs} pairs: {c.identical} of {c.outputs} outputs "
+            f"bit-identical, mean |difference| {c.mean_abs_diff:.4f}, largest "
+            f"{c.max_abs_diff} (tolerance {BOUND_TOLERANCE}): {same}"
+        )
+    lines += [f"- {f}" for f in check_failures]
+    return lines
+
+
+def render_first_run(first: fr.FirstRuns | None) -> list[str]:
+    if first is None:
+        return ["Not measured (`--first-runs 0`)."]
+    rows = [
+        ("build", "import", "`import augkit` (with `fn`, `pipeline_def`, `types`)"),
+        ("build", "build", "`pipe.build()`"),
+        ("build", "first_run", "first `pipe.run()` after `build()`"),
+        ("build", "second_run", "the next `run()` (prefetched meanwhile: often ready)"),
+        ("run", "first_run", "first `pipe.run()` without `build()` (build + first batch)"),
+    ]
+    lines = [
+        f"Fresh interpreters of this Python (`python -m benchmarks.first_run`), "
+        f"{max(len(v) for v in first.runs.values()) if first.runs else 0} per mode, the two "
+        "modes alternating, after the rounds: `fn.readers.file` on the benchmark set, "
+        "`fn.decoders.image(output_type=types.RGB)`, `fn.resize(resize_x=300, resize_y=300)`, "
+        f"batch {wl.BATCH_SIZE}, `num_threads={wl.NUM_THREADS}`. Whatever augkit does lazily "
+        "lands in the step that triggers it. Target (issue 11): the first `run()` after "
+        f"`build()` ≤ {FIRST_RUN_TARGET_S} s.",
+        "",
+        "| step | median, s | runs, s |",
+        "|---|---:|---:|",
+    ]
+    for mode, step, name in rows:
+        values = first.values(mode, step)
+        if not values:
+            lines.append(f"| {name} | – | – |")
+            continue
+        runs = ", ".join(f"{v:.3f}" for v in values)
+        lines.append(f"| {name} | {first.median(mode, step):.3f} | {runs} |")
+    flags = first.torch_loaded.get("build", [])
+    if flags:
+        at_build = sum(bool(f.get("build")) for f in flags)
+        at_run = sum(bool(f.get("first_run")) for f in flags)
+        lines += [
+            "",
+            f"torch (the resize kernel's library) was imported by `build()` in {at_build} of "
+            f"{len(flags)} runs, by the end of the first `run()` in {at_run} of {len(flags)}.",
+        ]
+    if first.failures:
+        lines += ["", *(f"- failed: {f}" for f in first.failures)]
     return lines
 
 
@@ -508,6 +684,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     install_done = time.perf_counter()
     accuracy: wl.Accuracy | None = None
     accuracy_failure = ""
+    bound_kernels: wl.BoundKernels | None = None
+    bound_checks: list[wl.BoundCheck] = []
+    bound_failures: list[str] = []
     try:
         contenders += make_contenders(args, files, runner)
         timings = {i: rp.Timing() for i in range(len(contenders))}
@@ -517,6 +696,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception as exc:
             accuracy_failure = describe(exc)
             log(f"accuracy check failed: {accuracy_failure}")
+        bound_keys = [k for k in args.workloads if k in wl.BOUND_WORKLOADS]
+        if bound_keys:
+            log("the bound: its output against augkit's pipeline, file by file")
+            try:
+                bound_kernels = wl.bound_kernels()
+            except Exception as exc:
+                bound_failures.append(f"the kernels: {describe(exc)}")
+        for key in bound_keys if bound_kernels else []:
+            try:
+                bound_checks.append(
+                    wl.check_bound(wl.WORKLOADS[key], args.data, limit=64 if args.quick else None)
+                )
+            except Exception as exc:
+                bound_failures.append(f"({key}) check failed: {describe(exc)}")
+                log(f"bound check ({key}) failed: {describe(exc)}")
         log("python_function overhead: a trivial function on a small array")
         direct, overheads, overhead_failures = measure_overheads(args, runner)
         scaling = None
@@ -539,6 +733,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             contender.close()
         if runner is not None:
             runner.close()
+    first_runs = None
+    if args.first_runs:
+        # After the rounds, with every contender closed: nothing else of ours runs.
+        log(f"first-run latency: {args.first_runs} fresh processes per mode")
+        first_runs = fr.measure(args.data, args.first_runs)
 
     results = rp.collect(contenders, timings)
     workers_label = f"augkit, py_num_workers={args.py_workers}"
@@ -585,14 +784,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         "",
         *rp.render_busy_after(results, BUSY_AFTER_LIMIT),
         "img/s: decoded-and-resized images per second (a batch is 32 pairs, 64 images), median "
-        "over rounds (min–max). × DALI, × plain: median over rounds of the ratio to DALI's, "
-        "plain Python's pass of the same round.",
+        "over rounds (min–max). × DALI, × plain"
+        + (", × bound" if results.bound_keys() else "")
+        + ": median over rounds of the ratio to DALI's, plain Python's"
+        + (", the bound's" if results.bound_keys() else "")
+        + " pass of the same round.",
         "",
         f"![throughput]({chart.name})",
         "",
-        "## Targets (issue 3)",
+        "## Targets",
+        "",
+        "Issue 3 (ratios to DALI, worker scaling, the Python operator's cost):",
         "",
         *render_targets(results, overheads, direct, workers_label, scaling),
+        "",
+        "Issue 11 (augkit against its own kernels, framework overhead, first-run latency):",
+        "",
+        *render_issue11_targets(results, overheads, bound_checks, first_runs),
+        "",
+        "## The bound (issue 11)",
+        "",
+        *render_bound(results, bound_kernels, bound_checks, bound_failures),
         "",
         "## Debug mode (issue 4)",
         "",
@@ -602,9 +814,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "",
         f"`fn.random.uniform(shape=[{OVERHEAD_SIZE}])` with and without "
         "`fn.python_function(function=trivial)` (returns its input), batch 32, `num_threads=2`, "
-        f"best of 3 timings; a direct call of `trivial` costs {direct:.3f} µs.",
+        f'best of 3 timings; a direct call of `trivial` costs {direct:.3f} µs. The "without '
+        "python_function\" column is the per-sample framework overhead of issue 11's target "
+        f"(≤ {FRAMEWORK_OVERHEAD_TARGET_US:.0f} µs/sample).",
         "",
         *render_overheads(direct, overheads, overhead_failures),
+        "",
+        "## First-run latency (issue 11)",
+        "",
+        *render_first_run(first_runs),
         "",
         "## DALI",
         "",

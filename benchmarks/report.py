@@ -44,6 +44,11 @@ class Results:
     cells: dict[tuple[str, str], Timing]
     dali_label: str | None
     plain_label: str
+    bound_label: str | None = None
+
+    def bound_keys(self) -> str:
+        """The workloads that have a bound row (issue 11: (a) and (b))."""
+        return "".join(k for k in self.keys if (self.bound_label, k) in self.cells)
 
     def get(self, label: str | None, key: str) -> Timing | None:
         if label is None:
@@ -61,7 +66,8 @@ def collect(contenders: list[wl.Contender], timings: dict[int, Timing]) -> Resul
     labels = first + [label for label in labels if label not in first]
     cells = {(c.label, c.workload.key): timings[i] for i, c in enumerate(contenders)}
     keys = "".join(dict.fromkeys(c.workload.key for c in contenders))
-    return Results(labels, keys, cells, dalis[0] if dalis else None, plain)
+    bound = next((label for label in labels if label == wl.BOUND_LABEL), None)
+    return Results(labels, keys, cells, dalis[0] if dalis else None, plain, bound)
 
 
 def _ratio(value: float | None) -> str:
@@ -70,11 +76,16 @@ def _ratio(value: float | None) -> str:
 
 def render_table(results: Results, dali_missing: str | None) -> list[str]:
     """The Markdown table: a row per contender, three columns per workload (median img/s with
-    min–max, × DALI, × plain Python)."""
+    min–max, × DALI, × plain Python), and a fourth, × bound, for the workloads with a bound
+    row (issue 11)."""
     header, rule = "| contender |", "|---|"
+    bound_keys = results.bound_keys()
     for k in results.keys:
         header += f" ({k}) img/s, median (min–max) | ({k}) × DALI | ({k}) × plain |"
         rule += "---:|---:|---:|"
+        if k in bound_keys:
+            header += f" ({k}) × bound |"
+            rule += "---:|"
     lines = [header, rule]
     late_failures = []
     for label in results.labels:
@@ -82,11 +93,12 @@ def render_table(results: Results, dali_missing: str | None) -> list[str]:
         for k in results.keys:
             cell = results.cells.get((label, k))
             timing = results.get(label, k)
+            empty = " – |" if k in bound_keys else ""
             if cell is None:
-                row += " – | – | – |"
+                row += " – | – | – |" + empty
                 continue
             if timing is None:
-                row += f" failed ({cell.failed}) | – | – |"
+                row += f" failed ({cell.failed}) | – | – |" + empty
                 continue
             note = ""
             if cell.failed:
@@ -99,10 +111,12 @@ def render_table(results: Results, dali_missing: str | None) -> list[str]:
                 f" {timing.median:.0f} ({min(rates):.0f}–{max(rates):.0f}){note} |"
                 f" {_ratio(dali)} | {_ratio(plain)} |"
             )
+            if k in bound_keys:
+                row += f" {_ratio(timing.ratio(results.get(results.bound_label, k)))} |"
         lines.append(row)
     if dali_missing is not None:
         row = f"| NVIDIA DALI CPU: **not available** ({dali_missing}) |"
-        row += " – | – | – |" * len(results.keys)
+        row += "".join(" – | – | – |" + (" – |" if k in bound_keys else "") for k in results.keys)
         lines.append(row)
     if late_failures:
         lines += ["", "³ failed in a later round (timed in the rounds before it): "]

@@ -12,6 +12,10 @@ ending in two dense uint8 batches of 32×300×300×3:
 
 Throughput is counted in decoded-and-resized images: a batch holds 32 pairs, 64 images.
 
+On (a) and (b), ``KernelBound`` is the bound of issue 11: augkit's own decode and resize kernels
+(``bound_kernels()``) called directly on the same number of threads, with no pipeline;
+``check_bound`` checks that it computes what augkit's pipeline computes.
+
 Every contender is a ``Contender``: ``setup()`` (untimed), then ``run_pass()`` once per round,
 each timing ``batches`` batches itself and returning a ``PassTiming``, and ``close()``. A pass
 must leave nothing running once it returns, so that contenders timed one after the other never
@@ -29,7 +33,9 @@ from __future__ import annotations
 import io
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -423,6 +429,222 @@ class AugkitPipeline(Contender):
         if self.pipe is not None:
             self.pipe.close()
             self.pipe = None
+
+
+# --- the bound: augkit's kernels on the threads, no pipeline (issue 11) ---------------------
+
+BOUND_WORKLOADS = "ab"
+BOUND_LABEL = f"bound: augkit's kernels on {NUM_THREADS} threads, no pipeline"
+BOUND_DEPTH = 2  # batches submitted to the threads ahead of the one being delivered
+
+
+@dataclass(frozen=True)
+class BoundKernels:
+    """The decode and resize kernels that augkit's ``fn.decoders.image(output_type=types.RGB)``
+    and ``fn.resize(resize_x=300, resize_y=300)`` run on a uint8 RGB JPEG, called directly.
+
+    - decode: ``augkit.operators.decoders.image.decode_image(data, types.RGB)`` (its JPEG fast
+      path is simplejpeg, i.e. libjpeg-turbo, where installed; else Pillow);
+    - resize: ``augkit.operators.geometric.resize_torch.resize(image, (300, 300))`` (torch's
+      antialiased bilinear uint8 kernel) when ``resize_torch.backend() == "torch"``, else
+      Pillow's ``Image.fromarray(image).resize((300, 300), Image.BILINEAR)``, which is what
+      ``fn.resize`` picks for a whole-image uint8 RGB resize with its default filters.
+    """
+
+    decoder: str
+    resizer: str
+    decode: Callable[[np.ndarray], np.ndarray]
+    resize: Callable[[np.ndarray], np.ndarray]
+
+    @property
+    def description(self) -> str:
+        return f"decode: {self.decoder}; resize: {self.resizer}"
+
+    def load(self, path: str) -> np.ndarray:
+        """One image as the pipeline makes it: read (as ``fn.readers.file`` does, with
+        ``np.fromfile``), decode to RGB, resize to 300×300."""
+        return self.resize(self.decode(np.fromfile(path, dtype=np.uint8)))
+
+    def pair(
+        self, function: PairFunction | None, path1: str, path2: str
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One sample of a workload: both images, then the workload's function on the pair."""
+        image1, image2 = self.load(path1), self.load(path2)
+        return (image1, image2) if function is None else function(image1, image2)
+
+
+def bound_kernels() -> BoundKernels:
+    """augkit's chosen kernels for decode + resize of a uint8 RGB JPEG to 300×300 (asking for
+    the resize back end imports torch: call it untimed)."""
+    from augkit import types
+    from augkit.operators.decoders import jpeg
+    from augkit.operators.decoders.image import decode_image
+    from augkit.operators.geometric import resize_torch
+
+    fast = getattr(jpeg, "fast_backend", lambda: None)()
+    decoder = (
+        f"augkit.operators.decoders.image.decode_image(data, types.RGB) "
+        f"({fast or 'Pillow'} for these JPEGs)"
+    )
+
+    def decode(data: np.ndarray) -> np.ndarray:
+        return decode_image(data, types.RGB)
+
+    size = (OUT_SIZE, OUT_SIZE)
+    if resize_torch.backend() == "torch":
+        resizer = f"augkit.operators.geometric.resize_torch.resize(image, {size}) (torch)"
+
+        def resize(image: np.ndarray) -> np.ndarray:
+            return resize_torch.resize(image, size)
+
+    else:
+        resizer = f"Image.fromarray(image).resize({size}, Image.BILINEAR) (Pillow)"
+
+        def resize(image: np.ndarray) -> np.ndarray:
+            return np.asarray(Image.fromarray(image).resize(size, Image.BILINEAR))
+
+    return BoundKernels(decoder, resizer, decode, resize)
+
+
+class KernelBound(Contender):
+    """The bound of workloads (a) and (b): augkit's decode and resize kernels (``BoundKernels``)
+    called directly on ``threads`` threads of a ``ThreadPoolExecutor``, with no pipeline. Each
+    task reads, decodes and resizes both images of one pair from disk (the files augkit's
+    reader reads, paired through the same two permutations as the baselines') and, for (b),
+    runs the workload's function on the pair, on the same threads; the main thread makes each
+    batch dense (``np.stack`` of the 32 images of each output), as the other contenders
+    deliver it. ``BOUND_DEPTH`` batches are submitted ahead of the one being delivered, so the
+    threads never wait for the main thread; a pass submits exactly the batches it delivers,
+    so nothing runs after it. Timed as augkit is: one untimed batch, then ``batches`` batches
+    from that batch's delivery to the last one's."""
+
+    label = BOUND_LABEL
+
+    def __init__(
+        self, workload: Workload, batches: int, file_root: Path, threads: int = NUM_THREADS
+    ) -> None:
+        super().__init__(workload, batches)
+        self.paths = [str(file_root / name) for name in list_bench_files(file_root)]
+        self.order1, self.order2 = pair_orders(len(self.paths))
+        self.threads = threads
+        self.cursor = 0
+        self.kernels: BoundKernels | None = None
+        self.pool: ThreadPoolExecutor | None = None
+
+    def setup(self) -> None:
+        self.kernels = bound_kernels()
+        self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="bound")
+
+    def _pair(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        assert self.kernels is not None
+        i, paths = index % len(self.paths), self.paths
+        return self.kernels.pair(
+            self.workload.function, paths[self.order1[i]], paths[self.order2[i]]
+        )
+
+    def _submit(self) -> list[Future[tuple[np.ndarray, np.ndarray]]]:
+        assert self.pool is not None
+        start, self.cursor = self.cursor, self.cursor + BATCH_SIZE
+        return [self.pool.submit(self._pair, i) for i in range(start, start + BATCH_SIZE)]
+
+    def run_pass(self) -> PassTiming:
+        total = self.batches + 1  # the first one untimed
+        queue = deque(self._submit() for _ in range(min(BOUND_DEPTH, total)))
+        submitted = len(queue)
+        delivered, start = 0, 0.0
+        try:
+            for k in range(total):
+                pairs = [f.result() for f in queue.popleft()]
+                if submitted < total:
+                    queue.append(self._submit())
+                    submitted += 1
+                images = sum(
+                    check_batch(np.stack([p[j] for p in pairs]), self.label) for j in (0, 1)
+                )
+                if k == 0:
+                    start = time.perf_counter()
+                else:
+                    delivered += images
+            seconds = time.perf_counter() - start
+        finally:
+            # After a failure, leave nothing running into the next contender's pass.
+            for futures in queue:
+                for f in futures:
+                    f.cancel()
+            wait([f for futures in queue for f in futures])
+        return PassTiming(delivered, seconds)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
+@dataclass(frozen=True)
+class BoundCheck:
+    """The bound's output against augkit's pipeline for the same files, on one workload."""
+
+    workload: str
+    pairs: int
+    outputs: int  # images compared (two per pair)
+    identical: int  # of those, bit-identical
+    mean_abs_diff: float
+    max_abs_diff: int
+
+
+def check_bound(workload: Workload, file_root: Path, limit: int | None = None) -> BoundCheck:
+    """Whether the bound computes what augkit's pipeline does (untimed, once per run): the
+    workload's augkit pipeline (``build_augkit_pipeline``'s, written the same way) with both
+    readers in file order, the second one's file list rotated by one so that each pair holds
+    two different photos, against ``BoundKernels.pair`` on the same two files, output by
+    output; the first ``limit`` pairs (all files by default)."""
+    from augkit import fn, pipeline_def, types
+
+    names = list_bench_files(file_root)
+    second = names[1:] + names[:1]
+    count = len(names) if limit is None else min(limit, len(names))
+    function = workload.function
+
+    @pipeline_def(batch_size=BATCH_SIZE, num_threads=NUM_THREADS, device_id=None, seed=1)
+    def in_order(root: str) -> Any:
+        images = []
+        for files in (None, second):
+            jpegs, _ = fn.readers.file(file_root=root, files=files, random_shuffle=False)
+            decoded = fn.decoders.image(jpegs, output_type=types.RGB)
+            images.append(fn.resize(decoded, resize_x=OUT_SIZE, resize_y=OUT_SIZE))
+        if function is None:
+            return tuple(images)
+        out1, out2 = fn.python_function(*images, function=function, num_outputs=2)
+        return out1, out2
+
+    kernels = bound_kernels()
+    pipe = in_order(str(file_root))
+    pipe.build()
+    total, pixels, identical, max_diff, k = 0.0, 0, 0, 0, 0
+    try:
+        while k < count:
+            outputs = pipe.run()
+            for i in range(len(outputs[0])):
+                if k >= count:
+                    break
+                wants = kernels.pair(
+                    function, str(file_root / names[k]), str(file_root / second[k])
+                )
+                for out, want in zip(outputs, wants, strict=True):
+                    got = np.asarray(out.at(i))
+                    if got.shape != want.shape:
+                        raise ValueError(
+                            f"{names[k]}: augkit gave {got.shape}, the bound {want.shape}"
+                        )
+                    diff = np.abs(got.astype(np.int16) - want.astype(np.int16))
+                    total += float(diff.sum())
+                    pixels += diff.size
+                    identical += int(not diff.any())
+                    max_diff = max(max_diff, int(diff.max()))
+                k += 1
+    finally:
+        pipe.close()
+    return BoundCheck(workload.key, count, 2 * count, identical, total / max(pixels, 1), max_diff)
 
 
 # --- accuracy --------------------------------------------------------------------------------
