@@ -4,6 +4,12 @@
 Samples are NumPy arrays on "cpu" and CuPy arrays on "gpu". Inside the pipeline they are
 read-only; ``at(i)`` and ``as_array()`` return writable copies on the host, as DALI's do.
 
+Every batch has a data kind (``batch.kind``: image, mask, boxes, labels, encoded, generic...;
+``augkit.kinds``) beside its dtype and layout. A batch that an operator computed as one array
+(random values, a cast or a flip of a dense batch, an external source fed an array) keeps that
+array (``TensorList.from_array``): its samples are views of it, and ``as_tensor()`` and
+``augkit.plugin.pytorch.to_torch`` share it instead of stacking the samples.
+
 Example:
     >>> import numpy as np
     >>> tl = TensorList([np.zeros((2, 3, 3), np.uint8), np.ones((4, 1, 3), np.uint8)], "HWC")
@@ -22,6 +28,7 @@ import numpy as np
 
 from augkit import backend
 from augkit.errors import RaggedBatchError
+from augkit.kinds import GENERIC, Kind
 from augkit.types import DALIDataType, from_numpy
 
 
@@ -90,21 +97,13 @@ class TensorList:
         samples: the arrays of the batch (NumPy or CuPy; all of one dtype and rank).
         layout: the layout of every sample, e.g. "HWC" ("" when unknown).
         source_info: per-sample origin (file paths), or ``None``.
+        kind: what the samples are (``augkit.kinds``; default generic).
 
     Example:
         >>> tl = TensorList([np.full((2, 2, 3), 7, np.uint8)] * 2, layout="HWC")
         >>> tl.as_array().shape
         (2, 2, 2, 3)
     """
-
-    # Set on batches that carry more than samples (instance attributes; these are defaults):
-    # what a reader decoded ahead for a decoder with on_error="skip" (decoder name -> images),
-    # the samples skipped while making this batch (augkit.errors.SkippedSample records), and,
-    # on the output of a skipping decoder that decoded itself (debug mode, eager), what it
-    # made of each input sample (an image, or the reason it was skipped).
-    _predecoded: dict[str, list[Any]] | None = None
-    _skipped: list[Any] = []  # noqa: RUF012  (never mutated: replaced by a new list)
-    _decoded: list[Any] | None = None
 
     def __init__(
         self,
@@ -113,8 +112,11 @@ class TensorList:
         source_info: Sequence[str] | None = None,
         *,
         dtype: Any = None,
+        kind: Kind = GENERIC,
     ) -> None:
         self._samples = list(samples)
+        self.kind = kind
+        self._dense: Any = None  # the (N, ...) array the samples are views of, when there is one
         self._layout = layout or ""
         if source_info is None:
             source_info = [""] * len(self._samples)
@@ -126,6 +128,27 @@ class TensorList:
         else:
             self._dtype = from_numpy(np.dtype(dtype)) if dtype is not None else DALIDataType.NO_TYPE
 
+    @classmethod
+    def from_array(
+        cls,
+        array: Any,
+        layout: str = "",
+        source_info: Sequence[str] | None = None,
+        kind: Kind = GENERIC,
+    ) -> TensorList:
+        """A batch whose samples are the rows of ``array`` (first axis: the batch), kept as one
+        array: ``as_tensor()`` and ``to_torch`` share it. The pipeline makes it read-only."""
+        tl = cls(list(array), layout, source_info, dtype=array.dtype, kind=kind)
+        tl._dense = array
+        return tl
+
+    def with_kind(self, kind: Kind) -> TensorList:
+        """The same samples (shared, not copied) as a batch of ``kind``."""
+        tl = TensorList(self._samples, self._layout, self._source_info, kind=kind)
+        tl._dtype = self._dtype
+        tl._dense = self._dense
+        return tl
+
     # --- DALI's TensorList API -------------------------------------------------------------
     def __len__(self) -> int:
         return len(self._samples)
@@ -135,7 +158,13 @@ class TensorList:
 
     def __getitem__(self, index: int | slice) -> Tensor | TensorList:
         if isinstance(index, slice):
-            return TensorList(self._samples[index], self._layout, self._source_info[index])
+            part = TensorList(
+                self._samples[index], self._layout, self._source_info[index], kind=self.kind
+            )
+            part._dtype = self._dtype
+            if self._dense is not None:
+                part._dense = self._dense[index]
+            return part
         return Tensor(self._samples[index], self._layout, self._source_info[index])
 
     def at(self, index: int) -> np.ndarray:
@@ -159,6 +188,8 @@ class TensorList:
 
     def is_dense_tensor(self) -> bool:
         """True when every sample has the same shape, so that the batch is one array."""
+        if self._dense is not None:
+            return True
         shapes = self.shape()
         return all(s == shapes[0] for s in shapes)
 
@@ -169,6 +200,8 @@ class TensorList:
             RaggedBatchError: the samples do not all have one shape.
         """
         self._check_dense("as_array")
+        if self._dense is not None:
+            return np.array(backend.to_cpu(self._dense))
         return (
             np.stack([backend.to_cpu(s) for s in self._samples])
             if self._samples
@@ -178,8 +211,10 @@ class TensorList:
     def as_tensor(self) -> Tensor:
         """The batch as one ``Tensor`` (on the batch's device), layout ``"N" + layout``."""
         self._check_dense("as_tensor")
-        xp = backend.array_module(self._samples[0]) if self._samples else np
         layout = "N" + self._layout if self._layout else ""
+        if self._dense is not None:
+            return Tensor(self._dense, layout)
+        xp = backend.array_module(self._samples[0]) if self._samples else np
         return Tensor(xp.stack(self._samples), layout)
 
     def as_cpu(self) -> TensorList:
@@ -187,7 +222,10 @@ class TensorList:
         if self.device == "cpu":
             return self
         return TensorList(
-            [backend.to_cpu(s) for s in self._samples], self._layout, self._source_info
+            [backend.to_cpu(s) for s in self._samples],
+            self._layout,
+            self._source_info,
+            kind=self.kind,
         )
 
     def source_info(self, index: int | None = None) -> str | list[str]:
@@ -213,7 +251,8 @@ class TensorList:
         shown = shapes if len(shapes) <= 4 else [*shapes[:3], "...", shapes[-1]]
         return (
             f"TensorList(batch_size={len(self)}, dtype={self._dtype.name}, "
-            f"layout={self._layout!r}, device={self.device!r}, shapes={shown})"
+            f"layout={self._layout!r}, kind={str(self.kind)!r}, device={self.device!r}, "
+            f"shapes={shown})"
         ).replace("'...'", "...")
 
     def _repr_png_(self) -> bytes | None:

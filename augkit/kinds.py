@@ -1,0 +1,142 @@
+"""Data kinds: what the samples of a batch *are*, beside their dtype and layout.
+
+Every ``TensorList`` carries a kind (``batch.kind``), and every operator's schema says which
+kinds its inputs accept and which kinds its outputs are (``augkit.operators.registry``), so a
+pipeline that hands boxes to a colour operator, or a reader's labels to ``fn.resize``, is refused
+when it is built, with a message naming the operator, the input and both kinds.
+
+The kinds (DESIGN.md, "Data kinds"):
+
+- ``image``: pixels (HWC, CHW, HW, ...);
+- ``mask``: a label map (an integer class per pixel), transformed by geometry with the nearest
+  neighbour, never blended;
+- ``boxes``: N×4 coordinates per sample, with a ``box_format`` ("ltrb": left, top, right, bottom;
+  "xywh": left, top, width, height) and ``relative`` (coordinates in [0, 1] of the image size) or
+  absolute (pixels);
+- ``keypoints``: N×2 (x, y) points, relative or absolute;
+- ``polygons`` / ``vertices``: DALI's COCO polygon form (``polygons`` rows are [mask_idx,
+  start_vertex, end_vertex]; ``vertices`` rows are (x, y));
+- ``labels``: class numbers (a reader's second output);
+- ``encoded``: a file's bytes, to be decoded;
+- ``generic``: anything else, or not known (a Python function's output unless the user says
+  what it is). A generic input passes every kind check: augkit never refuses what could run.
+
+Example:
+    >>> from augkit import kinds
+    >>> kinds.boxes("xywh", relative=False)
+    Kind('boxes', box_format='xywh', relative=False)
+    >>> str(kinds.IMAGE), kinds.parse("mask") is kinds.MASK
+    ('image', True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+NAMES = (
+    "image",
+    "mask",
+    "boxes",
+    "keypoints",
+    "polygons",
+    "vertices",
+    "labels",
+    "encoded",
+    "generic",
+)
+BOX_FORMATS = ("ltrb", "xywh")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A data kind (see the module docstring).
+
+    Attributes:
+        name: one of ``NAMES``.
+        box_format: for boxes, "ltrb" or "xywh" (``None`` for other kinds).
+        relative: for boxes and keypoints, whether coordinates are fractions of the image size
+            (``None`` for other kinds).
+    """
+
+    name: str
+    box_format: str | None = None
+    relative: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in NAMES:
+            raise ValueError(f"unknown data kind {self.name!r}; the kinds are {', '.join(NAMES)}")
+        if self.box_format is not None and self.box_format not in BOX_FORMATS:
+            raise ValueError(f"box_format must be 'ltrb' or 'xywh', got {self.box_format!r}")
+
+    @property
+    def is_generic(self) -> bool:
+        return self.name == "generic"
+
+    def __str__(self) -> str:
+        details = [d for d in (self.box_format, _relative(self.relative)) if d]
+        return f"{self.name} ({', '.join(details)})" if details else self.name
+
+    def __repr__(self) -> str:
+        extra = ""
+        if self.box_format is not None:
+            extra += f", box_format={self.box_format!r}"
+        if self.relative is not None:
+            extra += f", relative={self.relative!r}"
+        return f"Kind({self.name!r}{extra})"
+
+
+def _relative(relative: bool | None) -> str:
+    if relative is None:
+        return ""
+    return "relative" if relative else "absolute"
+
+
+IMAGE = Kind("image")
+MASK = Kind("mask")
+BOXES = Kind("boxes", "ltrb", True)  # DALI's default box encoding: relative ltrb
+KEYPOINTS = Kind("keypoints", relative=True)
+POLYGONS = Kind("polygons")
+VERTICES = Kind("vertices")
+LABELS = Kind("labels")
+ENCODED = Kind("encoded")
+GENERIC = Kind("generic")
+
+_PLAIN = {k.name: k for k in (IMAGE, MASK, POLYGONS, VERTICES, LABELS, ENCODED, GENERIC)}
+
+
+def boxes(box_format: str = "ltrb", relative: bool = True) -> Kind:
+    """The kind of boxes in ``box_format`` ("ltrb" or "xywh"), relative or absolute."""
+    return Kind("boxes", box_format, relative)
+
+
+def keypoints(relative: bool = True) -> Kind:
+    """The kind of (x, y) keypoints, relative or absolute."""
+    return Kind("keypoints", relative=relative)
+
+
+def parse(value: Any) -> Kind:
+    """A ``Kind`` from a ``Kind`` or its name ("image", "boxes", ...; boxes and keypoints by
+    name are DALI's defaults: relative, ltrb).
+
+    Raises:
+        ValueError: an unknown name.
+        TypeError: neither a Kind nor a string.
+    """
+    if isinstance(value, Kind):
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"expected a data kind (a name such as 'image', or a Kind), got {value!r}")
+    if value in _PLAIN:
+        return _PLAIN[value]
+    if value == "boxes":
+        return BOXES
+    if value == "keypoints":
+        return KEYPOINTS
+    raise ValueError(f"unknown data kind {value!r}; the kinds are {', '.join(NAMES)}")
+
+
+def from_layout(layout: str) -> Kind:
+    """The kind a DALI-style ``layout=`` implies: an image for a layout with H and W axes
+    ("HWC", "CHW", "HW", "DHWC", "FHWC", ...), else generic."""
+    return IMAGE if layout and "H" in layout and "W" in layout else GENERIC
