@@ -10,35 +10,43 @@ be given to operators as inputs.
 
 Same answers as the normal pipeline, bit for bit, by construction:
 
-- the same kernels run on the same inputs, with the same thread pool;
+- every node runs through the same execution core (``augkit.core.Engine.run_node``): the same
+  kernels on the same inputs, with the same thread pool, the same data kinds;
 - operator ``k`` of an iteration (the k-th operator call of the definition, counted as the
   tracer counts them: transfers and arithmetic included, constants not) gets the seed the
   traced graph gives its k-th node, ``operator_seed(pipeline_seed, k)``, unless it was given
-  ``seed=``; random values are keyed by (that seed, iteration, sample);
+  ``seed=``, and its streams are keyed by the pipeline's shard (its first reader's
+  ``shard_id``). Random values are keyed by (that seed, shard, iteration, sample);
 - operators with state (readers) are created once, on the first iteration, and kept by their
   call position, so they go on through their epochs as in the graph.
 
 The rule for users: keep the sequence of operator calls the same from one iteration to the
 next (an ``if`` that skips an operator shifts the numbering of those after it, and so their
 random streams). Unlike the normal pipeline, debug mode runs unused branches too.
+
+Trap: the shard is known only once the first reader is made. When an operator that draws
+comes before a reader with ``shard_id`` other than 0 in the definition, the first iteration is
+run again once the shard is known (so a Python function with side effects runs twice for it).
 """
 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from augkit import backend
-from augkit.errors import AugkitError, GraphError, OperatorError
-from augkit.executor import Executor, Timings
-from augkit.graph import DataNode, OperatorNode
-from augkit.operators.base import OperatorImpl, RunContext
-from augkit.operators.registry import REGISTRY
-from augkit.random import operator_seed
+from augkit.core import Engine, make_impl
+from augkit.errors import GraphError
+from augkit.graph import DataNode, OperatorNode, tracing
+from augkit.kinds import Kind
+from augkit.operators.base import IterationNotes, OperatorImpl, SourceOperator
+from augkit.operators.registry import REGISTRY, OutputSpec
+from augkit.operators.screening import Refilling, Rejected, screens
+from augkit.runners import Delivery
+from augkit.static_checks import check_inputs, input_specs_of, kinds_of, output_specs
 from augkit.tensors import TensorList
 
 
@@ -50,7 +58,9 @@ def as_batch(value: Any) -> TensorList:
         if not any(isinstance(s, np.ndarray) and s.flags.writeable for s in samples):
             return value  # the pipeline's own (read-only) data: no copy
         # A TensorList the user made of their own arrays: the pipeline gets read-only copies.
-        return TensorList([_read_only(s) for s in samples], value.layout(), value._source_info)
+        return TensorList(
+            [_read_only(s) for s in samples], value.layout(), value._source_info, kind=value.kind
+        )
     if isinstance(value, np.ndarray) or backend.is_gpu_array(value):
         samples = list(value)
     elif type(value).__module__.startswith("torch"):
@@ -79,14 +89,13 @@ class DebugSession:
     """Runs each operator node as it is created (see the module docstring).
 
     It stands where the tracer's node list stands (``graph.tracing``): ``append(node)`` is
-    called for each new node and computes its batch at once.
+    called for each new node and computes its batch at once, through ``engine.run_node``.
     """
 
-    def __init__(self, executor: Executor, seed: int, batch_size: int, timings: Timings) -> None:
-        self._executor = executor
+    def __init__(self, engine: Engine, seed: int, batch_size: int) -> None:
+        self.engine = engine
         self._seed = seed
         self._batch_size = batch_size
-        self._timings = timings
         self._impls: dict[int, OperatorImpl] = {}
         self._position = 0
         self._iteration = 0
@@ -95,8 +104,16 @@ class DebugSession:
         # node id -> call position of the first node of a multiple-input-set call, whose seed
         # the other nodes of that call share (as the traced graph does).
         self._group_positions: dict[int, int] = {}
+        self._kinds: dict[int, list[Kind]] = {}  # this iteration's nodes' output kinds
+        self._specs: dict[DataNode, OutputSpec | None] = {}  # and their outputs' static specs
         self.nodes: list[DataNode] = []  # every operator output of this iteration, in order
         self._constants: list[DataNode] = []
+        self.notes = IterationNotes()
+        # The shard (the first reader's shard_id): None until a reader was made. ``redo``:
+        # an operator was made before it with shard 0 assumed, and the shard is not 0.
+        self.shard: int | None = None
+        self._assumed = False
+        self.redo = False
 
     def begin(self, iteration: int, partial: bool) -> None:
         self.release()
@@ -104,6 +121,12 @@ class DebugSession:
         self._iteration = iteration
         self._partial = partial
         self._iteration_batch = None
+        self.notes = IterationNotes()
+
+    def restart(self) -> None:
+        """Forget every operator (readers too): the next iteration makes them anew."""
+        self._impls.clear()
+        self._assumed = self.redo = False
 
     def release(self) -> None:
         """Let the batches of the nodes made so far go as soon as nothing else holds them.
@@ -121,9 +144,15 @@ class DebugSession:
         self.nodes = []
         self._constants = []
         self._group_positions.clear()  # ids of this iteration's nodes only
+        self._kinds.clear()
+        self._specs.clear()
 
-    def readers(self) -> dict[str, Any]:
-        return {impl.name: impl for impl in self._impls.values() if impl.is_source}
+    def readers(self) -> dict[str, SourceOperator]:
+        return {i.name: i for i in self._impls.values() if isinstance(i, SourceOperator)}
+
+    def impls(self) -> list[OperatorImpl]:
+        """Every operator made so far, in call order."""
+        return [self._impls[k] for k in sorted(self._impls)]
 
     def constant(self, value: Any) -> DataNode:
         """A node holding a batch the user gave as an operator input."""
@@ -138,86 +167,186 @@ class DebugSession:
         self._position += 1
         group = node.seed_group if node.seed_group != node.id else None
         impl = self._impl(node, position, group)
-        name = impl.name
-        ctx = RunContext(
-            self._iteration,
-            self._iteration_batch or self._batch_size,
-            self._executor.map,
-            self._executor.device_id,
-            self._partial,
-            self._executor.workers,
-            self._executor.py_num_workers,
-        )
-        inputs = [d.value for d in node.inputs]
+        makes = node.schema.makes_batches
+        inputs = [] if makes else [d.value for d in node.inputs]
         arg_inputs = {k: d.value for k, d in node.arg_nodes.items()}
         for batch in (*inputs, *arg_inputs.values()):
             if batch is None:
                 raise GraphError(f"{node.name}: an input comes from a node of another pipeline")
-        samples = len(inputs[0]) if inputs and not impl.produces_batch else ctx.batch_size
-        for key, batch in arg_inputs.items():
-            if len(batch) != samples:  # as the executor checks it (else an IndexError)
-                raise OperatorError(
-                    f"argument '{key}' has {len(batch)} values, but the batch has {samples} "
-                    f"samples",
-                    operator=name,
-                )
-        start = time.perf_counter()
-        try:
-            outs = impl.run(ctx, [] if impl.produces_batch else inputs, arg_inputs)
-        except (AugkitError, StopIteration):
-            raise
-        except Exception as exc:
-            raise OperatorError(f"{type(exc).__name__}: {exc}", operator=name) from exc
-        self._timings.add(name, node.schema.class_name, time.perf_counter() - start)
-        if impl.produces_batch and outs and self._iteration_batch is None:
+        # The specs the traced graph would give these inputs (those of this iteration's
+        # nodes), else what the batches say (a user's array): the checks and kinds of build.
+        specs = [
+            self._specs[d] if d in self._specs else input_specs_of([d.value])[0]
+            for d in node.inputs
+        ]
+        check_inputs(node, specs)
+        out_specs = output_specs(node, specs)
+        self._specs.update(zip(node.outputs, out_specs, strict=True))
+        kinds = self._kinds[node.id] = kinds_of(out_specs)
+        ctx = self.engine.context(
+            self._iteration, self._iteration_batch or self._batch_size, self._partial, self.notes
+        )
+        outs = self.engine.run_node(node, impl, ctx, inputs, arg_inputs, kinds)
+        if makes and outs and self._iteration_batch is None:
             self._iteration_batch = len(outs[0])
         for data, batch in zip(node.outputs, outs, strict=True):
             data.value = batch
-        if getattr(impl, "skips", False) and outs[0]._decoded is not None:
-            self._refill(node, impl, ctx, outs[0])
+        if screens(impl):
+            self._refill(node, impl, ctx)
         self.nodes.extend(node.outputs)
 
-    def _refill(self, node: OperatorNode, impl: Any, ctx: RunContext, out: TensorList) -> None:
-        """``on_error="skip"`` in debug mode: the decoder left samples out of a batch its
+    def _refill(self, node: OperatorNode, impl: Any, ctx: Any) -> None:
+        """``on_error="skip"`` in debug mode: the operator left samples out of a batch its
         reader had already delivered, so the reader replaces them now with its next good
-        samples, and the reader's outputs (labels too) and the decoder's become the batches
-        the normal pipeline gives. Outside a reader (an array given as input, eager calls)
-        the batch stays shorter, and the skips are still reported."""
+        samples (``Refilling.refill``), and the reader's outputs (labels too) and the
+        operator's become the batches the normal pipeline gives. Outside a reader (an array
+        given as input, eager calls) the batch stays shorter, and the skips are still
+        reported."""
+        values = self.notes.screened.get(impl.name, [])
         data = node.inputs[0]
-        reader = next(
-            (r for r in self._impls.values() if r.name == data.source.name and r.is_source),
-            None,
-        )
-        if reader is None or not hasattr(reader, "refill") or data.index != 0:
-            return
         source = data.source
+        reader = self._impls_by_name().get(source.name)
+        if not isinstance(reader, Refilling) or not any(isinstance(v, Rejected) for v in values):
+            return
+        # The reader reports these (with its name and the files' paths) as it refills.
+        self.notes.skipped = [
+            s for s in self.notes.skipped if not (s.operator == impl.name and not s.reader)
+        ]
         batches = reader.refill(
-            ctx,
-            [d.value for d in source.outputs],
-            impl.name,
-            out._decoded,
-            impl.try_decode,
-            out._skipped,
+            ctx, [d.value for d in source.outputs], data.index, impl.name, values, impl.screen
         )
-        for output, batch in zip(source.outputs, batches, strict=True):
-            output.value = batch
-        node.outputs[0].value = impl.run(ctx, [batches[data.index]], {})[0]
+        kinds = self._kinds.get(source.id, [])
+        for k, (output, batch) in enumerate(zip(source.outputs, batches, strict=True)):
+            output.value = batch.with_kind(kinds[k]) if k < len(kinds) else batch
+        node.outputs[0].value = self.engine.run_node(
+            node, impl, ctx, [data.value], {}, self._kinds[node.id]
+        )[0]
+
+    def _impls_by_name(self) -> dict[str, OperatorImpl]:
+        return {impl.name: impl for impl in self._impls.values()}
 
     def _impl(self, node: OperatorNode, position: int, group: int | None) -> OperatorImpl:
         impl = self._impls.get(position)
         if impl is None or impl.schema is not node.schema or impl.args != node.args:
-            own = node.args.get("seed", -1)
+            if node.schema.role == "reader" and self.shard is None:
+                self.shard = int(node.args.get("shard_id", 0) or 0)
+                self.redo = self._assumed and self.shard != 0
+            if self.shard is None:
+                self._assumed = True
             ordinal = self._group_positions.get(group, position) if group is not None else position
-            seed = own if own != -1 else operator_seed(self._seed, ordinal)
-            impl = node.schema.impl(
-                node.schema, node.args, node.name, seed, node.device, len(node.inputs)
-            )
+            impl = make_impl(node, self._seed, ordinal, self.shard or 0)
             self._impls[position] = impl
         # Nodes are made anew each iteration; the operator keeps its first name, so that
         # errors, profile() and the viewer name it the same way every time.
         node.name = impl.name
         self._group_positions.setdefault(node.id, position)
         return impl
+
+
+class DebugRunner:
+    """The runner of a debug pipeline (``augkit.runners``): the definition runs on every
+    ``run()``.
+
+    Args:
+        engine: the pipeline's execution core.
+        definition: calls the pipeline's definition and returns its outputs (DataNodes).
+        seed: the pipeline's seed.
+        batch_size: the pipeline's batch size.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        definition: Callable[[], Sequence[DataNode]],
+        seed: int,
+        batch_size: int,
+    ) -> None:
+        self.engine = engine
+        self._definition = definition
+        self.session = DebugSession(engine, seed, batch_size)
+        self.iteration = 0
+        self.last: dict[DataNode, TensorList] = {}
+
+    @property
+    def readers_known(self) -> bool:
+        """Whether the readers exist (they are made by the first ``run()``)."""
+        return self.iteration > 0
+
+    def run(self, partial: bool, lead: str | None) -> Delivery:
+        session = self.session
+        states = {name: r.get_state() for name, r in session.readers().items()}
+        iteration = self.iteration
+        self.iteration += 1
+        try:
+            outputs = self._run_definition(iteration, partial)
+            if session.redo:  # the shard became known after operators that draw: again
+                session.restart()
+                outputs = self._run_definition(iteration, partial)
+        except KeyboardInterrupt:
+            self.iteration = iteration
+            self.engine.cancel()
+            if states:
+                for name, reader in session.readers().items():
+                    reader.set_state(states.get(name, reader.get_state()))
+            else:  # the readers were made in this run: make them again
+                session.restart()
+            raise
+        batches = []
+        for node in outputs:
+            if node.value is None:
+                raise GraphError(
+                    f"output {node.name} has no batch: it was not computed in this run"
+                )
+            batches.append(node.value)
+        self.last = {d: d.value for d in session.nodes}
+        return Delivery(tuple(batches), self.last, session.notes)
+
+    def _run_definition(self, iteration: int, partial: bool) -> Sequence[DataNode]:
+        self.session.begin(iteration, partial)
+        with tracing(self.session):  # type: ignore[arg-type]
+            return self._definition()
+
+    def readers(self) -> dict[str, SourceOperator]:
+        return self.session.readers()
+
+    def reader_state(self, name: str) -> Any:
+        return self.session.readers()[name].get_state()
+
+    def rewind(self) -> None:
+        """Nothing is computed ahead in debug mode."""
+
+    def reset(self) -> None:
+        for impl in self.session.impls():
+            if impl.schema.makes_batches:  # readers and external sources
+                impl.reset()
+
+    def source(self, name: str) -> Any:
+        from augkit.runners import _source_named
+
+        producers = {i.name: i for i in self.session.impls() if i.schema.makes_batches}
+        if not producers and not self.readers_known:
+            raise GraphError(
+                "in debug mode the external sources exist once run() has run the definition: "
+                "feed_input() can feed the second run() on"
+            )
+        return _source_named(name, producers)
+
+    def close(self, wait: bool = True) -> None:
+        self.engine.close(wait)
+
+    def nodes(self) -> dict[str, DataNode]:
+        return {d.name: d for d in self.last}
+
+    def operators(self) -> list[OperatorNode]:
+        return []  # no graph: the definition makes new nodes on every run
+
+    def rerun(self, changed: Sequence[str] | None) -> tuple[TensorList, ...]:
+        raise GraphError("rerun() needs a normal pipeline (debug mode has no graph)")
+
+    def set_function(self, name: str, function: Callable[..., Any]) -> None:
+        raise GraphError(
+            "set_function() needs a normal pipeline (in debug mode, change the definition)"
+        )
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -235,12 +364,3 @@ def end_at_user_frame(exc: BaseException) -> None:
         tb = tb.tb_next
     if last_user is not None:
         last_user.tb_next = None
-
-
-def outputs_of(values: Sequence[DataNode]) -> tuple[TensorList, ...]:
-    batches = []
-    for node in values:
-        if node.value is None:
-            raise GraphError(f"output {node.name} has no batch: it was not computed in this run")
-        batches.append(node.value)
-    return tuple(batches)

@@ -37,9 +37,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import augkit.operators  # noqa: F401  (fills the registry)
+from augkit.core import Engine
 from augkit.debug import DebugSession
 from augkit.errors import OperatorError, report_skips
-from augkit.executor import Executor, Timings
 from augkit.frontends import operator_class
 from augkit.graph import DataNode, per_sample_value, tracing
 from augkit.operators.registry import REGISTRY, OperatorSchema
@@ -79,12 +79,13 @@ def _state() -> _RngState | None:
 
 
 @functools.cache
-def _executor() -> Executor:
-    return Executor([], [], 0, os.cpu_count() or 1, None)
+def _engine() -> Engine:
+    """The execution core every eager call runs on (a thread per core)."""
+    return Engine(os.cpu_count() or 1)
 
 
 def _session(batch_size: int, iteration: int) -> DebugSession:
-    session = DebugSession(_executor(), 0, batch_size, Timings())
+    session = DebugSession(_engine(), 0, batch_size)
     session.begin(iteration, partial=False)
     return session
 
@@ -132,11 +133,10 @@ def call(schema: OperatorSchema, *inputs: Any, batch_size: int | None = None, **
             out = operator_class(schema)(**kwargs)(*nodes)
         if out is None:
             return None
-        batches = [d.value for d in session.nodes]
-        skipped = [r for b in batches for r in b._skipped]
+        skipped = session.notes.skipped
         if skipped and kind == "sample":  # one sample, skipped: nothing is left to return
             raise OperatorError(skipped[0].reason, operator=skipped[0].operator, sample_index=0)
-        report_skips(batches, [], stacklevel=4)
+        report_skips(skipped, [], stacklevel=4)
         if isinstance(out, DataNode):
             return _back(out.get(), kind)
         return tuple(_back(node.get(), kind) for node in out)
@@ -157,7 +157,7 @@ class ReaderIterable:
         kwargs = dict(self._kwargs)
         if kwargs.get("seed", -1) == -1:
             kwargs["seed"] = state.next_seed() if state is not None else resolve_seed(-1)
-        session = DebugSession(_executor(), 0, self._batch_size, Timings())
+        session = DebugSession(_engine(), 0, self._batch_size)
         cls = operator_class(self._schema)
         iteration = 0
         try:
@@ -175,7 +175,7 @@ class ReaderIterable:
 
 
 def _function(schema: OperatorSchema) -> Any:
-    if schema.name.startswith("readers."):
+    if schema.role == "reader":
 
         def reader(*, batch_size: int = 1, **kwargs: Any) -> ReaderIterable:
             return ReaderIterable(schema, batch_size, kwargs)
@@ -196,7 +196,7 @@ def _function(schema: OperatorSchema) -> Any:
 def _populate() -> None:
     root = sys.modules[__name__]
     for schema in REGISTRY.values():
-        if schema.module == "internal":
+        if not schema.public:
             continue
         holder = root
         *parents, last = schema.name.split(".")

@@ -12,7 +12,6 @@ import difflib
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 
 class AugkitError(Exception):
@@ -100,21 +99,17 @@ class SkippedSample:
         return f"{self.operator} skipped {where} (iteration {self.iteration}): {self.reason}"
 
 
-def report_skips(batches: Iterable[Any], into: list[SkippedSample], stacklevel: int = 3) -> None:
-    """Move the skip records that ``batches`` carry (``TensorList._skipped``) into ``into``,
-    with a ``SkippedSampleWarning`` for each, so that no skipped sample goes unreported."""
-    seen: set[int] = set()
-    for batch in batches:
-        records = getattr(batch, "_skipped", None)
-        if not records or id(batch) in seen:
-            continue
-        seen.add(id(batch))
-        for record in records:
-            into.append(record)
-            warnings.warn(
-                f"{record}; replaced by the next sample (all skips: Pipeline.skipped)"
-                if record.reader
-                else f"{record}; left out of the batch",
-                SkippedSampleWarning,
-                stacklevel=stacklevel,
-            )
+def report_skips(
+    records: Iterable[SkippedSample], into: list[SkippedSample], stacklevel: int = 3
+) -> None:
+    """Add the skip records of a delivered batch (its iteration's notes) to ``into``, with a
+    ``SkippedSampleWarning`` for each, so that no skipped sample goes unreported."""
+    for record in records:
+        into.append(record)
+        warnings.warn(
+            f"{record}; replaced by the next sample (all skips: Pipeline.skipped)"
+            if record.reader
+            else f"{record}; left out of the batch",
+            SkippedSampleWarning,
+            stacklevel=stacklevel,
+        )

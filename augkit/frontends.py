@@ -10,53 +10,16 @@ import sys
 import types as pytypes
 from typing import Any
 
-from augkit.graph import Operator
-from augkit.operators.registry import REGISTRY, REQUIRED, OperatorSchema
-
-
-def docstring(schema: OperatorSchema, style: str) -> str:
-    """The generated docstring: the operator's description, then its arguments."""
-    lines = [schema.doc.strip(), "", "Args:"]
-    for arg in schema.arguments.values():
-        default = "required" if arg.default is REQUIRED else f"default {arg.default!r}"
-        per_sample = "; may be per-sample (a DataNode)" if arg.per_sample else ""
-        lines.append(f"    {arg.name}: {arg.doc} ({default}{per_sample})")
-    call = f"fn.{schema.name}" if style == "fn" else f"ops.{schema.class_name}"
-    lines += ["", f"Called as ``{call}``; the same operator is ``augkit.{_other(schema, style)}``."]
-    return "\n".join(lines)
-
-
-def _other(schema: OperatorSchema, style: str) -> str:
-    return f"ops.{schema.class_name}" if style == "fn" else f"fn.{schema.name}"
-
-
-_classes: dict[str, type[Operator]] = {}
-
-
-def operator_class(schema: OperatorSchema) -> type[Operator]:
-    """The ``ops`` class of ``schema`` (one class per operator, shared by ``fn`` and ``ops``)."""
-    cls = _classes.get(schema.name)
-    if cls is None:
-        short = schema.class_name.rsplit(".", 1)[-1]
-        module = "augkit.plugin.pytorch" if schema.module else "augkit.ops"
-        cls = type(
-            short,
-            (Operator,),
-            {
-                "schema": schema,
-                "__doc__": docstring(schema, "ops"),
-                "__module__": module,
-                "__qualname__": schema.class_name,
-            },
-        )
-        _classes[schema.name] = cls
-    return cls
+from augkit.graph import docstring, operator_class
+from augkit.operators.registry import REGISTRY, OperatorSchema
 
 
 def make_function(schema: OperatorSchema, module: str) -> Any:
     cls = operator_class(schema)
 
     def operator_function(*inputs: Any, **kwargs: Any) -> Any:
+        if schema.positional and schema.max_inputs == 0:  # fn.external_source(source, 2)
+            return cls(*inputs, **kwargs)()
         return cls(**kwargs)(*inputs)
 
     short = schema.name.rsplit(".", 1)[-1]

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from augkit.errors import ArgumentError, AugkitError, DeviceError
-from augkit.operators.registry import OperatorSchema
+from augkit.operators.registry import REGISTRY, REQUIRED, OperatorSchema
 from augkit.tensors import TensorList
 
 _ids = itertools.count()
@@ -123,6 +123,37 @@ class DataNode:
     def __neg__(self) -> Any:
         return _expression("sub", 0, self)
 
+    # --- comparisons: per-sample bool nodes, as DALI's (``horizontal=coin == 1``) -----------
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        return _expression("eq", self, other)
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        return _expression("ne", self, other)
+
+    def __lt__(self, other: Any) -> Any:
+        return _expression("lt", self, other)
+
+    def __le__(self, other: Any) -> Any:
+        return _expression("le", self, other)
+
+    def __gt__(self, other: Any) -> Any:
+        return _expression("gt", self, other)
+
+    def __ge__(self, other: Any) -> Any:
+        return _expression("ge", self, other)
+
+    def __hash__(self) -> int:
+        return id(self) >> 4
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            f"{self.name} has no truth value: a DataNode stands for a batch of per-sample "
+            f"values that exist only when the pipeline runs, so `if node:`, `and`, `or` and "
+            f"`not` cannot work on it (DALI refuses them too). Give it to an operator as a "
+            f"per-sample argument (e.g. fn.flip(x, horizontal=fn.random.coin_flip())), or "
+            f"look at its values in debug mode with node.get()"
+        )
+
     def __repr__(self) -> str:
         if self.value is None:
             return f"DataNode(name={self.name!r}, device={self.device!r})"
@@ -137,14 +168,22 @@ class DataNode:
 
 
 def _expression(op: str, left: Any, right: Any) -> Any:
-    from augkit.operators.arithmetic import expression
-
-    return expression(op, left, right)
+    """The node of ``left <op> right`` (one of them a DataNode; the other a node or a Python
+    ``bool``/``int``/``float``), computed by the internal ``_arithmetic`` operator
+    (``augkit.operators.arithmetic``: DALI's type promotion)."""
+    cls = operator_class(REGISTRY["_arithmetic"])
+    if isinstance(left, DataNode) and isinstance(right, DataNode):
+        device = "gpu" if "gpu" in (left.device, right.device) else "cpu"
+        return cls(op=op, device=device)(left, right)
+    node, scalar, scalar_left = (
+        (left, right, False) if isinstance(left, DataNode) else (right, left, True)
+    )
+    if not isinstance(scalar, (bool, int, float, np.generic)):
+        return NotImplemented
+    return cls(op=op, scalar=scalar, scalar_left=scalar_left, device=node.device)(node)
 
 
 def _transfer(schema_name: str, node: DataNode) -> DataNode:
-    from augkit.operators.registry import REGISTRY
-
     return OperatorNode(
         REGISTRY[schema_name], "gpu" if schema_name == "_to_gpu" else "cpu", {}, {}, [node]
     ).outputs[0]
@@ -212,8 +251,9 @@ class Operator:
 
     schema: ClassVar[OperatorSchema]
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *values: Any, **kwargs: Any) -> None:
         schema = self.schema
+        kwargs = schema.named(values, kwargs)
         device = "cpu" if kwargs.get("device") is None else kwargs["device"]
         if device not in schema.devices:
             raise ArgumentError(
@@ -278,7 +318,8 @@ class Operator:
             if outputs:
                 outputs[0].source.seed_group = results[0][0].source.id
         if len(sets) == 1 and not any(isinstance(x, list) for x in inputs):
-            return _unpack(results[0])
+            as_list = schema.outputs_as_list is not None and schema.outputs_as_list(args)
+            return list(results[0]) if as_list else _unpack(results[0])
         # Multiple input sets: one list per output, each with one node per input set (DALI).
         outs = [list(per_output) for per_output in zip(*results, strict=True)]
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -367,3 +408,40 @@ def _unpack(outputs: list[DataNode]) -> Any:
     if not outputs:
         return None
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def docstring(schema: OperatorSchema, style: str) -> str:
+    """The generated docstring: the operator's description, then its arguments."""
+    lines = [schema.doc.strip(), "", "Args:"]
+    for arg in schema.arguments.values():
+        default = "required" if arg.default is REQUIRED else f"default {arg.default!r}"
+        per_sample = "; may be per-sample (a DataNode)" if arg.per_sample else ""
+        lines.append(f"    {arg.name}: {arg.doc} ({default}{per_sample})")
+    call = f"fn.{schema.name}" if style == "fn" else f"ops.{schema.class_name}"
+    other = f"ops.{schema.class_name}" if style == "fn" else f"fn.{schema.name}"
+    lines += ["", f"Called as ``{call}``; the same operator is ``augkit.{other}``."]
+    return "\n".join(lines)
+
+
+_classes: dict[str, type[Operator]] = {}
+
+
+def operator_class(schema: OperatorSchema) -> type[Operator]:
+    """The ``ops`` class of ``schema`` (one class per operator, shared by ``fn``, ``ops``,
+    ``eager`` and the expressions on nodes)."""
+    cls = _classes.get(schema.name)
+    if cls is None:
+        short = schema.class_name.rsplit(".", 1)[-1]
+        module = "augkit.plugin.pytorch" if schema.module else "augkit.ops"
+        cls = type(
+            short,
+            (Operator,),
+            {
+                "schema": schema,
+                "__doc__": docstring(schema, "ops"),
+                "__module__": module,
+                "__qualname__": schema.class_name,
+            },
+        )
+        _classes[schema.name] = cls
+    return cls

@@ -44,17 +44,16 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from augkit import backend
-from augkit.debug import DebugSession, end_at_user_frame, outputs_of
+from augkit.core import Engine, Profile, profile_of
+from augkit.debug import DebugRunner, end_at_user_frame
 from augkit.errors import ArgumentError, AugkitError, GraphError, SkippedSample, report_skips
-from augkit.executor import Executor, Profile, collect, profile_of
+from augkit.executor import collect
 from augkit.graph import DataNode, OperatorNode, tracing
-from augkit.prefetch import Prefetcher
 from augkit.random import resolve_seed
+from augkit.runners import GraphRunner, PrefetchRunner
 from augkit.tensors import TensorList
 
 _LAST_BATCH_POLICIES = ("fill", "partial", "drop")
-# Iteration numbers of rerun(): far from any run()'s, so their random draws are new.
-_RERUN_ITERATIONS = 2**40
 
 
 class Pipeline:
@@ -153,17 +152,11 @@ class Pipeline:
         }
         self._debug = bool(debug)
         self._definition: Callable[[], Any] | None = None
-        self._session: DebugSession | None = None
         self._trace: list[OperatorNode] = []
         self._outputs: list[DataNode] | None = None
-        self._executor: Executor | None = None
-        self._iteration = 0
+        self._engine: Engine | None = None
+        self._runner: Any = None  # GraphRunner, PrefetchRunner or DebugRunner (build())
         self._scheduled: list[tuple[TensorList, ...]] = []
-        self._prefetcher: Prefetcher | None = None
-        self._last: dict[DataNode, TensorList] = {}  # every node's batch of the last run()
-        self._reruns = 0
-        self._last_iteration = 0
-        self._consumed_states: dict[str, Any] = {}
         self.skipped: list[SkippedSample] = []
         self._delivered = 0  # batches run() gave (the allocator is trimmed now and then)
 
@@ -215,7 +208,7 @@ class Pipeline:
 
     def set_outputs(self, *outputs: DataNode) -> None:
         """Make ``outputs`` what ``run()`` returns (use inside ``with pipe:``)."""
-        if self._executor is not None:
+        if self._runner is not None:
             raise GraphError("set_outputs() after build(): the graph is already fixed")
         self._outputs = _check_outputs(outputs, "set_outputs()")
 
@@ -232,60 +225,89 @@ class Pipeline:
     # --- running -------------------------------------------------------------------------------
     def build(self) -> None:
         """Check the graph and prepare every operator (optional: ``run()`` builds if needed).
+        This is where the pipeline picks how it runs (``augkit.runners``) and where the
+        operators import what their kernels need, on the calling thread.
 
         Raises:
-            GraphError: the pipeline has no outputs, or an output is not an operator's output.
+            GraphError: the pipeline has no outputs, an output is not an operator's output, or
+                an input is of a kind its operator does not take.
             ArgumentError: an operator's arguments cannot work (a missing ``file_root``...).
             DeviceError: a GPU operator where no GPU can be used.
         """
-        if self._executor is not None:
+        if self._runner is not None:
             return
         if self._batch_size == -1:
             raise ArgumentError(
                 "Pipeline: batch_size must be set before build(), e.g. Pipeline(batch_size=8, ...)"
             )
-        if self._debug:
-            self._build_debug()
-            return
-        if self._outputs is None:
-            with tracing(self._trace):
-                Pipeline._current.append(self)
-                try:
-                    outputs = self.define_graph()
-                finally:
-                    Pipeline._current.remove(self)
-            if isinstance(outputs, DataNode):
-                outputs = (outputs,)
-            self._outputs = _check_outputs(outputs, "define_graph()")
-        nodes = collect(self._outputs, self._trace)
-        self._executor = self._executor_for(nodes)
-        self._consumed_states = self._executor.states()
-
-    def _executor_for(self, nodes: list[OperatorNode]) -> Executor:
-        start_method = self._exec_settings["py_start_method"]
-        return Executor(
-            nodes,
-            self._trace,
-            self._seed,
+        settings = self._exec_settings
+        start_method = settings["py_start_method"]
+        engine = Engine(
             self._num_threads,
             self._device_id,
-            self._exec_settings["py_num_workers"],
+            settings["py_num_workers"],
             # DALI's default "fork" means: fork where it is safe (no CUDA context), else a
             # clean fallback (augkit.workers); an explicit "spawn"/"forkserver" is kept.
             None if start_method == "fork" else start_method,
         )
-
-    def _build_debug(self) -> None:
-        if self._definition is None and self._outputs is not None:
-            raise GraphError(
-                "debug mode runs the definition again on every run(), so it needs one: use "
-                "@pipeline_def(debug=True) or a define_graph() method instead of "
-                "'with pipe: pipe.set_outputs(...)'"
+        if self._debug:
+            if self._definition is None and self._outputs is not None:
+                raise GraphError(
+                    "debug mode runs the definition again on every run(), so it needs one: "
+                    "use @pipeline_def(debug=True) or a define_graph() method instead of "
+                    "'with pipe: pipe.set_outputs(...)'"
+                )
+            self._runner = DebugRunner(engine, self._call_definition, self._seed, self._batch_size)
+        else:
+            if self._outputs is None:
+                with tracing(self._trace):
+                    outputs = self._call_definition()
+                self._outputs = outputs
+            nodes = collect(self._outputs, self._trace)
+            asynchronous = (
+                settings["exec_async"]
+                and settings["exec_pipelined"]
+                and not any(n.schema.role == "source" for n in nodes)
             )
-        self._executor = self._executor_for([])
-        self._session = DebugSession(
-            self._executor, self._seed, self._batch_size, self._executor.timings
-        )
+            runner = PrefetchRunner if asynchronous else GraphRunner
+            extra = {"depth": self._prefetch_depth()} if asynchronous else {}
+            self._runner = runner(
+                engine, self._outputs, nodes, self._trace, self._seed, self._batch_size, **extra
+            )
+        self._engine = engine
+
+    def _adopt(self, definition: Callable[[], Any], where: str) -> None:
+        """Make ``definition`` (a ``pipeline_def`` function) this pipeline's. A debug pipeline
+        calls it on every ``run()``; a normal one traces it once, now, as DALI's does (so its
+        errors come from the factory call)."""
+        self._definition = definition
+        if not self._debug:
+            with self:
+                outputs = definition()
+                outputs = (outputs,) if isinstance(outputs, DataNode) else outputs
+                self.set_outputs(*_check_outputs(outputs, where))
+
+    def _call_definition(self) -> list[DataNode]:
+        """The pipeline's outputs, from its definition (a ``pipeline_def`` function or
+        ``define_graph``), called with this pipeline as the current one."""
+        # define_graph is looked up on each call rather than stored: a bound method kept in
+        # self would make every such pipeline a reference cycle, finalized by the garbage
+        # collector at an arbitrary point, where __del__ must not wait for threads.
+        definition = self._definition or self.define_graph
+        Pipeline._current.append(self)
+        try:
+            outputs = definition()
+        except AugkitError as exc:
+            end_at_user_frame(exc)  # the traceback ends at the user's line
+            raise
+        finally:
+            Pipeline._current.remove(self)
+        where = "define_graph()" if self._definition is None else "the pipeline's definition"
+        return _check_outputs((outputs,) if isinstance(outputs, DataNode) else outputs, where)
+
+    def _prefetch_depth(self) -> int:
+        depth = self._exec_settings["prefetch_queue_depth"]
+        return max(1, depth.get("cpu_size", 2) if isinstance(depth, dict) else depth)
 
     def run(self) -> tuple[TensorList, ...]:
         """Compute the next batch; returns one TensorList per output.
@@ -312,145 +334,18 @@ class Pipeline:
 
     def _run(self, partial: bool, lead: str | None = None) -> tuple[TensorList, ...]:
         self.build()
-        assert self._executor is not None
-        # Where to come back to if the user interrupts this run (KeyboardInterrupt): the
-        # readers' positions and the iteration number before it, so that the next run()
-        # computes the interrupted batch again (the prefetching path keeps its own).
-        before = (self._iteration, self._last_iteration)
-        if self._session is not None:
-            states = {name: r.get_state() for name, r in self._session.readers().items()}
-            try:
-                return self._run_debug(partial)
-            except KeyboardInterrupt:
-                self._iteration, self._last_iteration = before
-                if states:
-                    for name, reader in self._session.readers().items():
-                        reader.set_state(states.get(name, reader.get_state()))
-                    self._executor.cancel()
-                else:  # the readers were made in this run: make them again
-                    self._executor.cancel()
-                    self._build_debug()
-                raise
-        assert self._outputs is not None
-        if self._asynchronous():
-            values = self._run_prefetched(partial, lead)
-        else:
-            iteration = self._iteration
-            states = self._executor.states()
-            self._iteration += 1
-            self._last_iteration = iteration
-            try:
-                values = self._executor.run(iteration, self._batch_size, partial)
-            except KeyboardInterrupt:
-                self._iteration, self._last_iteration = before
-                self._executor.set_states(states)
-                self._rewind(interrupted=True)
-                raise
-        self._last = values
-        report_skips(values.values(), self.skipped, stacklevel=4)
+        delivery = self._runner.run(partial, lead)
+        report_skips(delivery.notes.skipped, self.skipped, stacklevel=4)
         self._delivered += 1
         if self._delivered % backend.TRIM_EVERY == 0:
             backend.trim_allocator()  # long runs stay flat (see its docstring)
-        return tuple(values[d] for d in self._outputs)
-
-    def _run_debug(self, partial: bool) -> tuple[TensorList, ...]:
-        assert self._session is not None
-        # define_graph is looked up on each run rather than stored: a bound method kept in
-        # self would make every such pipeline a reference cycle, finalized by the garbage
-        # collector at an arbitrary point, where __del__ must not wait for threads.
-        definition = self._definition or self.define_graph
-        iteration = self._iteration
-        self._iteration += 1
-        self._session.begin(iteration, partial)
-        with tracing(self._session):  # type: ignore[arg-type]
-            Pipeline._current.append(self)
-            try:
-                outputs = definition()
-            except AugkitError as exc:
-                end_at_user_frame(exc)  # the traceback ends at the user's line
-                raise
-            finally:
-                Pipeline._current.remove(self)
-        if isinstance(outputs, DataNode):
-            outputs = (outputs,)
-        batches = outputs_of(_check_outputs(outputs, "the pipeline's definition"))
-        self._last = {d: d.value for d in self._session.nodes}
-        report_skips(self._last.values(), self.skipped, stacklevel=4)
-        return batches
-
-    def _asynchronous(self) -> bool:
-        """Whether iterations are computed ahead in the background: with DALI's defaults
-        (``exec_async`` and ``exec_pipelined``), unless the graph has an external source, whose
-        next batch may depend on what the user did with the last one."""
-        settings = self._exec_settings
-        return (
-            settings["exec_async"]
-            and settings["exec_pipelined"]
-            and not any(n.schema.name == "external_source" for n in self._executor.nodes)
-        )
-
-    def _prefetch_depth(self) -> int:
-        depth = self._exec_settings["prefetch_queue_depth"]
-        return max(1, depth.get("cpu_size", 2) if isinstance(depth, dict) else depth)
-
-    def _run_prefetched(self, partial: bool, lead: str | None) -> dict[DataNode, TensorList]:
-        assert self._executor is not None
-        before = (self._iteration, self._last_iteration, self._consumed_states)
-        try:
-            if self._prefetcher is not None and self._prefetcher.partial != partial:
-                self._rewind()
-            item = self._prefetcher.next() if self._prefetcher is not None else None
-            if item is None:  # not started, or it stopped (an epoch's end, a reader's error)
-                self._rewind()
-                self._prefetcher = Prefetcher(
-                    self._executor,
-                    self._iteration,
-                    self._batch_size,
-                    partial,
-                    self._prefetch_depth(),
-                    lead,
-                )
-                item = self._prefetcher.next()
-                if item is None:
-                    raise GraphError("the prefetching thread stopped without a batch")
-            self._iteration = item.iteration + 1
-            self._last_iteration = item.iteration
-            self._consumed_states = item.states
-            return item.result.result()
-        except KeyboardInterrupt:
-            # The stop button: this batch was not delivered, so it is not consumed; the
-            # batches in flight are abandoned and the next run() computes it again.
-            self._iteration, self._last_iteration, self._consumed_states = before
-            self._rewind(interrupted=True)
-            raise
-
-    def _rewind(self, interrupted: bool = False) -> None:
-        """Drop the batches computed ahead and put the readers back where the user is.
-        ``interrupted``: after a KeyboardInterrupt, the work in flight is abandoned rather than
-        waited for (a function that hangs on a thread would make the wait endless): queued
-        work is cancelled and the worker processes are stopped."""
-        if self._prefetcher is not None:
-            if interrupted:
-                self._prefetcher.cancel()
-            else:
-                self._prefetcher.close()
-            self._prefetcher = None
-            assert self._executor is not None
-            self._executor.set_states(self._consumed_states)
-        if interrupted and self._executor is not None:
-            self._executor.cancel()
-
-    def _readers(self) -> dict[str, Any]:
-        """The readers by name: the graph's, or in debug mode those made so far."""
-        if self._session is not None:
-            return self._session.readers()
-        return self._executor.readers() if self._executor is not None else {}
+        return delivery.outputs
 
     def _lead(self, name: str | None) -> Any:
-        """The reader ``name`` (default: the first), or None in debug mode before the first
-        run() has made the readers."""
-        readers = self._readers()
-        if not readers and self._session is not None:
+        """The reader ``name`` (default: the first), or None while the readers do not exist
+        yet (debug mode, before the first run() has made them)."""
+        readers = self._runner.readers()
+        if not readers and not getattr(self._runner, "readers_known", True):
             return None
         if name is None and readers:
             return next(iter(readers.values()))
@@ -463,35 +358,47 @@ class Pipeline:
             else "this pipeline has no reader, so it has no epochs; call run() instead"
         )
 
-    def _reader_state(self, name: str) -> Any:
-        if self._prefetcher is not None:
-            return self._consumed_states[name]
-        return self._readers()[name].get_state()
+    def feed_input(
+        self, data_node: str | DataNode, data: Any, layout: str | None = None, **kwargs: Any
+    ) -> None:
+        """Give the external source ``data_node`` (its name, or its node) the batch for the
+        next ``run()`` (DALI's ``feed_input``, used where the source has no ``source``
+        callable: the ``iter_setup`` pattern). ``layout`` overrides the source's layout.
+
+        Raises:
+            GraphError: no external source of that name.
+        """
+        self.build()
+        name = data_node.name if isinstance(data_node, DataNode) else data_node
+        self._runner.source(name).feed(data, layout, **kwargs)
 
     def reset(self) -> None:
-        """End the current epoch: every reader starts its next epoch from its first sample."""
+        """End the current epoch: every reader starts its next epoch from its first sample,
+        and every external source its next epoch (after a ``StopIteration``)."""
         self._scheduled.clear()
-        self._rewind()
-        for reader in self._readers().values():
-            reader.reset()
+        if self._runner is not None:
+            self._runner.reset()
 
     # --- looking inside (the viewer) ---------------------------------------------------------
     def nodes(self) -> dict[str, DataNode]:
         """Every operator output of the graph by name, in graph order (the outputs included):
         what ``value(name)`` can show. In debug mode: the nodes of the last run."""
         self.build()
-        if self._session is not None:
-            return {d.name: d for d in self._last}
-        assert self._executor is not None
-        return {d.name: d for node in self._executor.nodes for d in node.outputs}
+        return self._runner.nodes()
+
+    def _operators(self) -> list[OperatorNode]:
+        """The operator nodes of the graph, in graph order (none before ``build()``, none in
+        debug mode, which has no graph)."""
+        return self._runner.operators() if self._runner is not None else []
 
     def value(self, name: str) -> TensorList:
         """The batch of node ``name`` in the last ``run()`` (any node, not only the outputs:
         something DALI cannot show outside its debug mode)."""
-        for node, batch in self._last.items():
+        last = self._runner.last if self._runner is not None else {}
+        for node, batch in last.items():
             if node.name == name:
                 return batch
-        known = ", ".join(d.name for d in self._last) or "none yet: call run() first"
+        known = ", ".join(d.name for d in last) or "none yet: call run() first"
         raise GraphError(f"no batch for node {name!r} in the last run (nodes: {known})")
 
     def rerun(self, changed: Sequence[str] | None = None) -> tuple[TensorList, ...]:
@@ -503,60 +410,30 @@ class Pipeline:
                 Names of operators: only those and what depends on them run again, with the
                 same random draws as before (for a changed function or parameter).
         """
-        if self._session is not None:
-            raise GraphError("rerun() needs a normal pipeline (debug mode has no graph)")
-        if not self._last or self._executor is None or self._outputs is None:
+        if self._runner is None:
             raise GraphError("rerun() repeats the last batch: call run() first")
-        executor = self._executor
-        sources = {
-            d: b for d, b in self._last.items() if executor.impls[d.source.id].produces_batch
-        }
-        size = len(next(iter(self._last.values())))
-        if changed is None:
-            self._reruns += 1
-            self._last_iteration = _RERUN_ITERATIONS + self._reruns
-            values = executor.compute(self._last_iteration, size, sources)
-        else:
-            by_name = {n.name: n for n in executor.nodes}
-            missing = [name for name in changed if name not in by_name]
-            if missing:
-                raise GraphError(f"no operator named {missing} in this pipeline")
-            only = executor.downstream({by_name[name].id for name in changed})
-            values = executor.compute(self._last_iteration, size, self._last, only)
-        # The readers' batches (and their skip records) are the last run()'s: already reported.
-        self._last = values
-        return tuple(values[d] for d in self._outputs)
+        return self._runner.rerun(changed)
 
     def set_function(self, name: str, function: Callable[..., Any]) -> None:
         """Give the Python operator ``name`` a new function (the viewer's sliders and edits);
         ``rerun([name])`` then recomputes what follows it on the cached batch. Batches computed
         ahead with the old function are dropped, so the next ``run()`` uses the new one."""
         self.build()
-        assert self._executor is not None
-        self._rewind()
-        for node in self._executor.nodes:
-            if node.name == name:
-                impl = self._executor.impls[node.id]
-                if not hasattr(impl, "set_function"):
-                    raise GraphError(f"{name} is a {node.schema.class_name}, not a Python operator")
-                impl.set_function(function)
-                node.args = {**node.args, "function": function}
-                return
-        raise GraphError(f"no operator named {name!r} in this pipeline")
+        self._runner.set_function(name, function)
 
     def profile(self) -> Profile:
         """Wall time per operator: the last iteration's and the mean over every run so far
         (debug and normal mode). ``profile().rows`` is a list of plain dicts."""
-        return profile_of(self._executor.timings) if self._executor else Profile([])
+        return profile_of(self._engine.timings) if self._engine is not None else Profile([])
 
     def epoch_size(self, name: str | None = None) -> int | dict[str, int]:
         """Samples in one epoch of the reader ``name``, or ``{name: size}`` for every reader."""
         self.build()
-        if self._session is not None and not self._readers():
+        if not getattr(self._runner, "readers_known", True):
             raise GraphError("in debug mode the readers exist once run() has run the definition")
         if name is not None:
             return self._lead(name).epoch_size()
-        return {n: r.epoch_size() for n, r in self._readers().items()}
+        return {n: r.epoch_size() for n, r in self._runner.readers().items()}
 
     def epoch(
         self, last_batch_policy: str = "fill", reader_name: str | None = None
@@ -576,17 +453,22 @@ class Pipeline:
         return self._epoch(reader_name, last_batch_policy)
 
     def _epoch(self, reader_name: str | None, policy: str) -> Iterator[tuple[TensorList, ...]]:
+        runner = self._runner
         try:
             lead = self._lead(reader_name)
-            if lead is not None and lead.left_in_epoch(self._reader_state(lead.name)) == 0:
+            if lead is not None and lead.left_in_epoch(runner.reader_state(lead.name)) == 0:
                 # run() stopped exactly at the end of an epoch: this loop is the next epoch.
                 self.reset()
             while True:
                 if lead is not None:
-                    left = lead.left_in_epoch(self._reader_state(lead.name))
+                    left = lead.left_in_epoch(runner.reader_state(lead.name))
                     if left == 0 or (policy == "drop" and left < self._batch_size):
                         return
-                yield self._run(partial=policy == "partial", lead=lead.name if lead else None)
+                try:
+                    batch = self._run(partial=policy == "partial", lead=lead.name if lead else None)
+                except StopIteration:  # an external source ended its epoch (as in DALI)
+                    return
+                yield batch
                 lead = lead or self._lead(reader_name)
         finally:
             self.reset()
@@ -598,20 +480,16 @@ class Pipeline:
         """Stop the pipeline's background work: the prefetching thread, the thread pool and the
         worker processes (their shared memory too). Batches computed ahead are dropped; a later
         ``run()`` goes on from the last batch consumed, starting what it needs again."""
-        self._rewind()
-        if self._executor is not None:
-            self._executor.close()
+        if self._runner is not None:
+            self._runner.close()
 
     def __del__(self) -> None:
-        prefetcher = getattr(self, "_prefetcher", None)
-        if prefetcher is not None:
-            prefetcher.close(wait=False)
-        executor = getattr(self, "_executor", None)
-        if executor is not None:
-            # Not waiting for the pool's threads: a finalizer may run inside the garbage
-            # collector while this thread holds threading's own locks, and a join there
-            # deadlocks. Idle threads exit by themselves once the pool is shut down.
-            executor.close(wait=False)
+        runner = getattr(self, "_runner", None)
+        if runner is not None:
+            # Not waiting for threads: a finalizer may run inside the garbage collector while
+            # this thread holds threading's own locks, and a join there deadlocks. Idle
+            # threads exit by themselves once their pools are shut down.
+            runner.close(wait=False)
 
 
 def _positive_or_unset(name: str, value: Any) -> int:
@@ -669,14 +547,7 @@ def pipeline_def(fn: Callable[..., Any] | None = None, **pipeline_kwargs: Any) -
                 if key in _PIPELINE_ARGS and key not in func_params:
                     settings[key] = kwargs.pop(key)
             pipe = Pipeline(**settings)
-            if pipe._debug:
-                pipe._definition = functools.partial(func, *args, **kwargs)
-                return pipe
-            with pipe:
-                outputs = func(*args, **kwargs)
-                if isinstance(outputs, DataNode):
-                    outputs = (outputs,)
-                pipe.set_outputs(*_check_outputs(outputs, f"{func.__name__}()"))
+            pipe._adopt(functools.partial(func, *args, **kwargs), f"{func.__name__}()")
             return pipe
 
         return factory

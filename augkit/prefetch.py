@@ -1,14 +1,20 @@
 """Pipelined execution: iterations computed in the background, ahead of ``run()``.
 
 A producer thread reads the sources (readers, in iteration order, the only stateful part of a
-graph) and hands each iteration's computation to a small pool of iteration threads, so that up
-to ``depth`` iterations are in flight at once: while the user works on batch k, batches k+1 ...
-k+depth are being decoded, resized and passed through Python operators, on all cores.
+graph) and hands each iteration's computation to a small pool of iteration threads, so that
+several iterations are in flight at once: while the user works on batch k, batch k+1 is being
+decoded, resized and passed through Python operators, on all cores.
+
+How far ahead, as DALI's ``prefetch_queue_depth`` (d): the first ``run()`` starts d iterations
+and returns the first; every later ``run()`` starts one more and returns the oldest. So after
+``k`` calls of ``run()`` exactly ``d + k - 1`` iterations were started, and with d = 1 nothing
+is computed that was not asked for (a function with side effects is called for the consumed
+batches only).
 
 Nothing here changes a number: iteration k is computed from the same reader positions and the
-same (seed, iteration, sample) streams as in synchronous mode. Each queued iteration carries the
-readers' positions after it, so the pipeline can rewind the readers to what the user has
-actually consumed (``reset()``, a change of ``last_batch_policy``, ``close()``): batches that
+same (seed, shard, iteration, sample) streams as in synchronous mode. Each queued iteration
+carries the readers' positions after it, so the pipeline can rewind the readers to what the user
+has actually consumed (``reset()``, a change of ``last_batch_policy``, ``close()``): batches that
 were computed ahead and never consumed are dropped and computed again later, identically.
 """
 
@@ -21,20 +27,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from augkit.executor import Executor
+from augkit.operators.base import IterationNotes
 
 
 @dataclass
 class Prefetched:
-    """One iteration in flight: its number, its outputs (a future), its batch size and the
-    readers' positions after it."""
+    """One iteration in flight: its number, its outputs (a future), the readers' positions
+    after it and its notes (skipped samples)."""
 
     iteration: int
     result: Future
     states: dict[str, Any]
+    notes: IterationNotes
 
 
 class Prefetcher:
-    """Computes iterations ``first, first + 1, ...`` ahead of the consumer, ``depth`` at most.
+    """Computes iterations ``first, first + 1, ...`` ahead of the consumer (see the module
+    docstring for how many).
 
     Args:
         executor: the pipeline's executor.
@@ -42,7 +51,7 @@ class Prefetcher:
         batch_size: the pipeline's batch size.
         partial: sources stop at the end of the epoch (and so does the producer: the epoch's
             last batch is the last one it makes).
-        depth: how many iterations may be computed ahead (and at once).
+        depth: DALI's ``prefetch_queue_depth``.
         lead: the reader whose epoch ends production in ``partial`` mode.
     """
 
@@ -57,10 +66,12 @@ class Prefetcher:
     ) -> None:
         self.partial = partial
         self._executor = executor
+        self._first = first
         self._next = first
         self._batch_size = batch_size
         self._depth = depth
         self._lead = lead
+        self._requested = 0  # next() calls begun
         self._queue: collections.deque[Prefetched] = collections.deque()
         self._cond = threading.Condition()
         self._stopping = False
@@ -69,35 +80,40 @@ class Prefetcher:
         self._thread = threading.Thread(target=self._produce, name="augkit-prefetch", daemon=True)
         self._thread.start()
 
+    def _may_start(self) -> bool:
+        # DALI's rule: d iterations at the first request, one more at each later one.
+        return self._next - self._first < self._requested + self._depth - 1
+
     def _produce(self) -> None:
         try:
             while True:
                 with self._cond:
-                    while len(self._queue) >= self._depth and not self._stopping:
+                    while not self._may_start() and not self._stopping:
                         self._cond.wait()
                     if self._stopping:
                         return
                 iteration = self._next
                 self._next += 1
                 try:
-                    values, size, states = self._executor.read(
-                        iteration, self._batch_size, self.partial
-                    )
+                    read = self._executor.read(iteration, self._batch_size, self.partial)
                 except BaseException as exc:  # delivered to run(), in its turn
                     if self._stopping:  # closed without waiting: the pools are gone
                         return
                     failed: Future = Future()
                     failed.set_exception(exc)
-                    self._push(Prefetched(iteration, failed, self._executor.states()))
+                    states = self._executor.states()
+                    self._push(Prefetched(iteration, failed, states, IterationNotes()))
                     return
                 try:
-                    future = self._pool.submit(self._executor.compute, iteration, size, values)
+                    future = self._pool.submit(
+                        self._executor.compute, iteration, read.size, read.values, read.notes
+                    )
                 except RuntimeError:  # closed without waiting: the pool was shut down
                     return
-                self._push(Prefetched(iteration, future, states))
+                self._push(Prefetched(iteration, future, read.states, read.notes))
                 if self.partial and self._lead is not None:
                     reader = self._executor.readers()[self._lead]
-                    if reader.left_in_epoch(states[self._lead]) == 0:
+                    if reader.left_in_epoch(read.states[self._lead]) == 0:
                         return
         finally:
             with self._cond:
@@ -113,19 +129,19 @@ class Prefetcher:
         """The oldest iteration in flight (wait for it to be read), or None when the producer
         has stopped and nothing is left."""
         with self._cond:
+            self._requested += 1
+            self._cond.notify_all()
             while not self._queue and not self._finished:
                 self._cond.wait()
             if not self._queue:
                 return None
-            item = self._queue.popleft()
-            self._cond.notify_all()
-            return item
+            return self._queue.popleft()
 
     def cancel(self) -> None:
         """Abandon everything (``run()`` was interrupted): stop producing and wait for the
         producer thread only (it may be reading, and the readers must be still before they are
         rewound); iterations not started are cancelled, and those being computed are left to
-        end by themselves (``Executor.cancel()`` makes them stop at their next operator)."""
+        end by themselves (``Engine.cancel()`` makes them stop at their next operator)."""
         with self._cond:
             self._stopping = True
             self._cond.notify_all()

@@ -1,12 +1,15 @@
 """Checks made when a pipeline is built, before anything runs: each operator's inputs against
-what it accepts, so that ``fn.resize(jpegs)`` on a reader's encoded files fails at
-``pipe.build()`` with words a user can act on, instead of on the first batch.
+what it accepts, so that ``fn.resize(jpegs)`` on a reader's encoded files, or boxes given to a
+colour operator, fail at ``pipe.build()`` with words a user can act on, instead of on the first
+batch (or never, with silently wrong data).
 
-Schemas say what their outputs are (``OperatorSchema.output_kinds``, a ``DataKind`` per output:
-number of dimensions, layout, content) and what their inputs must be (``accepts``, an
-``InputSpec`` per input). Kinds flow through the graph in build order; an output whose kind is
-not declared (a Python function, an external source, arithmetic) is unknown, and an unknown
-kind passes every check, so the pass never refuses what could run.
+Schemas say what their outputs are (``OperatorSchema.output_kinds``: an ``OutputSpec`` per
+output: data kind, number of dimensions, layout) and what their inputs must be (``accepts``, an
+``InputSpec`` per input: the kinds accepted, and shapes). Specs flow through the graph in build
+order; the same specs give every batch its data kind at run time (``augkit.core``). An output
+whose spec is not declared is generic, and a generic input passes every kind check, so the
+pass never refuses what could run. Debug mode checks each node as it is made, from the kinds of
+the batches it gets (``input_specs_of``).
 """
 
 from __future__ import annotations
@@ -16,47 +19,84 @@ from typing import Any
 
 from augkit.errors import GraphError
 from augkit.graph import DataNode, OperatorNode
-from augkit.operators.registry import DataKind, InputSpec, OperatorSchema
+from augkit.kinds import GENERIC, Kind
+from augkit.operators.registry import InputSpec, OutputSpec
+from augkit.tensors import TensorList
+
+Specs = dict[DataNode, OutputSpec | None]
 
 
-def accepts(schema: OperatorSchema) -> Sequence[InputSpec | None]:
-    return schema.accepts or ()
+def output_specs(
+    node: OperatorNode, inputs: Sequence[OutputSpec | None]
+) -> list[OutputSpec | None]:
+    """The specs of ``node``'s outputs, given its inputs' specs (``None``: generic)."""
+    schema = node.schema
+    declared = schema.output_kinds(node.args, inputs) if schema.output_kinds is not None else ()
+    return [declared[k] if k < len(declared) else None for k in range(len(node.outputs))]
 
 
-def output_kinds(
-    schema: OperatorSchema, args: dict[str, Any], inputs: Sequence[DataKind | None]
-) -> Sequence[DataKind | None]:
-    return schema.output_kinds(args, inputs) if schema.output_kinds is not None else ()
-
-
-def check_kinds(nodes: Sequence[OperatorNode]) -> None:
-    """Raise ``GraphError`` for the first input (in build order) known not to be what its
-    operator accepts. ``nodes``: in an order where each node follows its inputs.
+def check_inputs(node: OperatorNode, inputs: Sequence[OutputSpec | None]) -> None:
+    """Raise ``GraphError`` for the first input of ``node`` known not to be what it accepts.
 
     Raises:
-        GraphError: naming the operator, the input, what it expects and what it gets.
+        GraphError: naming the operator, the input, what it expects and what it gets (both
+            kinds).
     """
-    kinds: dict[DataNode, DataKind | None] = {}
+    accepts: Sequence[InputSpec | None] = node.schema.accepts or ()
+    for k, (spec, given) in enumerate(zip(accepts, inputs, strict=False)):
+        if spec is None or given is None:
+            continue
+        if spec.refuses_kind(given) or spec.refuses_shape(given):
+            raise GraphError(_message(node, k, spec, given))
+
+
+def check_kinds(nodes: Sequence[OperatorNode]) -> Specs:
+    """Check every node (in an order where each follows its inputs) and return the spec of
+    every output.
+
+    Raises:
+        GraphError: see ``check_inputs``.
+    """
+    specs: Specs = {}
     for node in nodes:
-        inputs = [kinds.get(d) for d in node.inputs]
-        for k, (spec, kind) in enumerate(zip(accepts(node.schema), inputs, strict=False)):
-            if spec is not None and kind is not None and spec.refusal(kind):
-                raise GraphError(_message(node, k, spec, kind))
-        outs = output_kinds(node.schema, node.args, inputs)
-        for k, data in enumerate(node.outputs):
-            kinds[data] = outs[k] if k < len(outs) else None
+        inputs = [specs.get(d) for d in node.inputs]
+        check_inputs(node, inputs)
+        specs.update(zip(node.outputs, output_specs(node, inputs), strict=True))
+    return specs
 
 
-def _message(node: OperatorNode, index: int, spec: InputSpec, kind: DataKind) -> str:
+def kinds_of(specs: Sequence[OutputSpec | None]) -> list[Kind]:
+    return [spec.kind if spec is not None else GENERIC for spec in specs]
+
+
+def input_specs_of(batches: Sequence[Any]) -> list[OutputSpec | None]:
+    """Specs of batches that exist already (debug mode): their data kinds (the shapes are
+    the kernels' to check there)."""
+    return [
+        OutputSpec(kind=b.kind) if isinstance(b, TensorList) and not b.kind.is_generic else None
+        for b in batches
+    ]
+
+
+def _message(node: OperatorNode, index: int, spec: InputSpec, given: OutputSpec) -> str:
     source = node.inputs[index].name
-    what = kind.what or _describe(kind)
-    hint = f"; {kind.hint}" if kind.hint else ""
+    what = given.what or _describe(given)
+    if not given.kind.is_generic and f"({given.kind})" not in what:
+        what = f"{what} (kind {given.kind})"
+    expected = spec.what
+    if spec.kinds is not None:
+        expected += f" (kind {' or '.join(spec.kinds)})"
+    hint = spec.hint(given.kind) if spec.refuses_kind(given) else ""
+    hint = hint or given.hint
+    hint = f"; {hint}" if hint else ""
     return (
         f"{node.name} (fn.{node.schema.name}): input {index} ({source}) is {what}, but "
-        f"{node.schema.name} expects {spec.what}{hint}."
+        f"{node.schema.name} expects {expected}{hint}."
     )
 
 
-def _describe(kind: DataKind) -> str:
-    shape = f"{kind.ndim}-D samples" if kind.ndim is not None else "samples"
-    return f"{shape} with layout {kind.layout!r}" if kind.layout else shape
+def _describe(spec: OutputSpec) -> str:
+    shape = f"{spec.ndim}-D samples" if spec.ndim is not None else "samples"
+    if spec.layout:
+        shape += f" with layout {spec.layout!r}"
+    return f"{spec.kind} {shape}" if not spec.kind.is_generic else shape

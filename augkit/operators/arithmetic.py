@@ -1,9 +1,11 @@
-"""Arithmetic on nodes: ``images * 2``, ``a + b``, ``x / 255``, ``-x`` in a pipeline definition
-(normal and debug mode), as DALI's mathematical expressions.
+"""Arithmetic and comparisons on nodes: ``images * 2``, ``a + b``, ``x / 255``, ``-x``,
+``coin == 1``, ``angle > 0`` in a pipeline definition (normal and debug mode), as DALI's
+mathematical expressions. The nodes are made by ``DataNode``'s operators (``augkit.graph``).
 
 At least one operand is a node; the other may be a node or a Python ``bool``/``int``/``float``
 (DALI's constants: int32, float32, bool). Shapes must match, or one side is a per-sample scalar
-(shape ``()`` or ``(1,)``), which is broadcast. Result types follow DALI's promotion table:
+(shape ``()`` or ``(1,)``), which is broadcast (as NumPy broadcasts: ``(1,)`` with ``()`` is
+``(1,)``). Result types follow DALI's promotion table:
 
 - same type -> that type; a float with a non-float -> the float; two floats, two signed or two
   unsigned integers -> the wider;
@@ -11,7 +13,11 @@ At least one operand is a node; the other may be a node or a Python ``bool``/``i
 - ``/`` is true division: float32, or float64 when an operand is float64.
 
 So ``uint8 * 2`` is int32 (2 is an int32 constant), ``uint8 + 0.5`` float32. Integer results
-wrap around on overflow, as in C++.
+wrap around on overflow, as in C++. Comparisons (``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``)
+compare in the promoted type and give bool samples.
+
+On a dense batch (one array, e.g. random values) the operation runs once on the whole array
+(the batch kernel): the same element-wise NumPy operation as per sample, so the same numbers.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import numpy as np
 
 from augkit import backend
 from augkit.operators.base import SampleOperator
-from augkit.operators.registry import Arg, OperatorSchema, one_of, register
+from augkit.operators.registry import Arg, OperatorSchema, OutputSpec, one_of, register
 from augkit.tensors import TensorList
 
 OPS = {
@@ -31,6 +37,14 @@ OPS = {
     "sub": np.subtract,
     "mul": np.multiply,
     "truediv": np.true_divide,
+}
+COMPARISONS = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
 }
 
 
@@ -66,32 +80,76 @@ def promote(a: np.dtype, b: np.dtype, op: str) -> np.dtype:
     return signed
 
 
+def _apply(op: str, left: Any, right: Any) -> Any:
+    """``left <op> right`` on arrays (samples, or whole dense batches), DALI's types."""
+    if op in COMPARISONS:
+        common = promote(left.dtype, right.dtype, "add")
+        return COMPARISONS[op](left.astype(common), right.astype(common))
+    result = promote(left.dtype, right.dtype, op)
+    with np.errstate(all="ignore"):  # integer wrap-around and x/0 behave as in C++
+        return OPS[op](left.astype(result), right.astype(result))
+
+
 class Arithmetic(SampleOperator):
     """One element-wise operation; ``scalar`` is the constant operand, when there is one."""
 
-    def cpu(self, *samples: Any, op: str, scalar: Any, scalar_left: bool, **_: Any) -> Any:
-        xp = backend.array_module(samples[0])
+    def _operands(self, samples: Sequence[Any], xp: Any, args: dict[str, Any]) -> tuple[Any, Any]:
         if len(samples) == 2:
-            left, right = samples
-        elif scalar_left:
-            left, right = xp.asarray(scalar, dtype=constant_dtype(scalar)), samples[0]
-        else:
-            left, right = samples[0], xp.asarray(scalar, dtype=constant_dtype(scalar))
-        result = promote(left.dtype, right.dtype, op)
-        left, right = _broadcastable(left), _broadcastable(right)
-        with np.errstate(all="ignore"):  # integer wrap-around and x/0 behave as in C++
-            return OPS[op](left.astype(result), right.astype(result))
+            return samples[0], samples[1]
+        scalar = xp.asarray(args["scalar"], dtype=constant_dtype(args["scalar"]))
+        return (scalar, samples[0]) if args["scalar_left"] else (samples[0], scalar)
+
+    def cpu(self, *samples: Any, op: str, **args: Any) -> Any:
+        left, right = self._operands(samples, backend.array_module(samples[0]), args)
+        return _apply(op, left, right)
 
     gpu = cpu
+
+    def cpu_batch(
+        self, ctx: Any, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList] | None:
+        dense = [batch._dense for batch in inputs]
+        if any(d is None or not isinstance(d, np.ndarray) or d.ndim == 0 for d in dense):
+            return None
+        if len(dense) == 2:
+            dense = _aligned(dense[0], dense[1])
+            if dense is None:
+                return None  # shapes that broadcast only per sample: the per-sample kernel
+        left, right = self._operands(dense, np, self.args)
+        return [self.dense_output(_apply(self.args["op"], left, right), inputs)]
+
+    gpu_batch = None
 
     def output_layout(self, index: int, inputs: Sequence[TensorList]) -> str:
         layouts = [b.layout() for b in inputs if b.layout()]
         return layouts[0] if layouts else ""
 
 
-def _broadcastable(x: Any) -> Any:
-    """A per-sample scalar stored as shape (1,) broadcasts like shape ()."""
-    return x.reshape(()) if x.shape == (1,) else x
+def _output_kinds(args: dict[str, Any], inputs: Sequence[OutputSpec | None]) -> list[Any]:
+    """The kind of the first operand that has one (``images * 0.5`` is an image, ``labels + 1``
+    labels), but encoded bytes changed by arithmetic are no file: generic. Comparisons give
+    generic bools. Shapes are not known (a per-sample scalar broadcasts)."""
+    if args.get("op") in COMPARISONS:
+        return [None]
+    kind = next((s.kind for s in inputs if s is not None and not s.kind.is_generic), None)
+    if kind is None or kind.name == "encoded":
+        return [None]
+    return [OutputSpec(kind=kind)]
+
+
+def _aligned(a: np.ndarray, b: np.ndarray) -> list[np.ndarray] | None:
+    """Two dense batches shaped so that they combine as their samples do: samples of one shape,
+    or one side a per-sample scalar (shape () or (1,)), which broadcasts over the other's
+    sample; ``None`` for other shapes."""
+    sa, sb = a.shape[1:], b.shape[1:]
+    if sa == sb:
+        return [a, b]
+    n = len(a)
+    if sb in ((), (1,)) and len(sa) >= len(sb):
+        return [a, b.reshape((n,) + (1,) * len(sa))]
+    if sa in ((), (1,)) and len(sb) >= len(sa):
+        return [a.reshape((n,) + (1,) * len(sb)), b]
+    return None
 
 
 register(
@@ -99,33 +157,16 @@ register(
         name="_arithmetic",
         class_name="_Arithmetic",
         impl=Arithmetic,
-        module="internal",
+        role="internal",
         min_inputs=1,
         max_inputs=2,
         devices=("cpu", "gpu"),
-        doc="An element-wise +, -, * or / on nodes (made by the operators of DataNode).",
+        output_kinds=_output_kinds,
+        doc="An element-wise +, -, *, / or comparison on nodes (made by DataNode's operators).",
         args=[
-            Arg("op", "the operation", "add", one_of(*OPS)),
+            Arg("op", "the operation", "add", one_of(*OPS, *COMPARISONS)),
             Arg("scalar", "the constant operand, if any", None),
             Arg("scalar_left", "the constant is the left operand", False),
         ],
     )
 )
-
-
-def expression(op: str, left: Any, right: Any) -> Any:
-    """The node of ``left <op> right`` (one of them a DataNode)."""
-    from augkit.frontends import operator_class
-    from augkit.graph import DataNode
-    from augkit.operators.registry import REGISTRY
-
-    cls = operator_class(REGISTRY["_arithmetic"])
-    if isinstance(left, DataNode) and isinstance(right, DataNode):
-        device = "gpu" if "gpu" in (left.device, right.device) else "cpu"
-        return cls(op=op, device=device)(left, right)
-    node, scalar, scalar_left = (
-        (left, right, False) if isinstance(left, DataNode) else (right, left, True)
-    )
-    if not isinstance(scalar, (bool, int, float, np.generic)):
-        return NotImplemented
-    return cls(op=op, scalar=scalar, scalar_left=scalar_left, device=node.device)(node)

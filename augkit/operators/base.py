@@ -3,17 +3,25 @@
 - ``OperatorImpl``: one graph node's operator, built with its checked constant arguments; its
   ``run`` takes the input batches and per-sample argument batches of one iteration and returns
   the output batches.
-- ``SampleOperator``: the common case. It only writes ``kernel(*samples, **args)`` for one sample
+- ``SampleOperator``: the common case. It writes ``kernel(*samples, **args)`` for one sample
   (pure: no state, no randomness of its own); the batch loop, the per-sample arguments, the
-  thread pool, read-only outputs and error messages that name the sample are shared here.
+  thread pool, read-only outputs and error messages that name the sample are shared here. Where
+  a loop over samples is waste (casts, flips, arithmetic on a dense batch), it also writes a
+  *batch kernel*, ``cpu_batch(ctx, inputs, arg_inputs)``, which returns the whole batch or
+  ``None`` (then the per-sample kernel runs): it must give exactly what the per-sample kernel
+  gives.
+- ``RandomOperator``: the random operators (``fn.random.*``), the only kernels that see
+  randomness: ``draw(streams, **args)`` gets the counter-based streams of the batch's samples
+  (``augkit.random.SampleStreams``) and returns all the samples' values at once.
 - ``SourceOperator``: readers, which own a position in a data set and have epochs.
 
-Random operators set ``random = True``: their kernel gets ``rng``, the counter-based stream of
-(operator seed, iteration, sample) from ``augkit.random``; no other kernel ever sees randomness.
+The node runner around ``run`` (argument inputs, errors, timings, data kinds) is
+``augkit.core``; it is the same for the normal executor, the prefetcher, debug mode and eager.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,11 +29,28 @@ from typing import Any
 import numpy as np
 
 from augkit import backend
-from augkit.errors import ArgumentError, AugkitError, OperatorError
+from augkit.errors import ArgumentError, AugkitError, OperatorError, SkippedSample
 from augkit.operators.registry import OperatorSchema
-from augkit.random import sample_rng
+from augkit.random import SampleStreams, sample_streams, stream_key
 from augkit.tensors import TensorList
 from augkit.types import DALIDataType
+
+
+@dataclass
+class IterationNotes:
+    """What the operators of one iteration tell each other and the pipeline beyond their
+    batches (made per iteration by the executor; see ``augkit.operators.screening``).
+
+    Attributes:
+        screened: per operator name, the per-sample results that a reader computed on its
+            behalf while it read (a skipping decoder's images), so it does not compute them
+            again.
+        skipped: every sample left out of this iteration's batches, in order; the pipeline
+            reports them when it delivers the batch.
+    """
+
+    screened: dict[str, list[Any]] = field(default_factory=dict)
+    skipped: list[SkippedSample] = field(default_factory=list)
 
 
 @dataclass
@@ -43,6 +68,7 @@ class RunContext:
         workers: returns the pipeline's pool of worker processes (started on first call), for
             Python operators that run in processes.
         py_num_workers: the pipeline's ``py_num_workers``.
+        notes: this iteration's notes (screened values, skipped samples).
     """
 
     iteration: int
@@ -54,18 +80,19 @@ class RunContext:
     partial: bool = False
     workers: Callable[[], Any] | None = None
     py_num_workers: int = 1
+    notes: IterationNotes = field(default_factory=IterationNotes)
 
 
 class OperatorImpl:
     """The operator of one graph node. Subclasses override ``run`` (or use SampleOperator).
 
-    ``produces_batch``: the operator makes a batch out of nothing (a reader, an external
-    source); such operators run first in an iteration and set its batch size.
-    ``is_source``: the operator is a reader, with a position and epochs (a SourceOperator).
+    Args:
+        schema, args, name, device, num_inputs: the node's.
+        seed: the operator's seed (``augkit.random``: from the pipeline seed and its creation
+            order, or its own ``seed=``).
+        shard: the pipeline's shard (its first reader's ``shard_id``): the random streams are
+            keyed by it, so that shards draw different augmentations.
     """
-
-    is_source = False
-    produces_batch = False
 
     def __init__(
         self,
@@ -75,18 +102,31 @@ class OperatorImpl:
         seed: int,
         device: str,
         num_inputs: int,
+        shard: int = 0,
     ) -> None:
         self.schema = schema
         self.args = args
         self.name = name
         self.seed = seed
+        self.shard = shard
         self.device = device
         self.num_inputs = num_inputs
         self.num_outputs = schema.outputs_for(args)
         self.setup()
 
     def setup(self) -> None:
-        """Checks and preparation that need the bound arguments (run once, at build)."""
+        """Checks and preparation that need the bound arguments, run once when the pipeline is
+        built, on the thread that builds it: import here what the kernels need (a module
+        imported lazily on a pool thread can race with a user's own import of it)."""
+
+    def reset(self) -> None:
+        """Start the next epoch (``Pipeline.reset()``): readers and external sources with
+        epochs override it; other operators keep no state."""
+
+    @functools.cached_property
+    def stream_key(self) -> int:
+        """The key of this operator's random streams (``augkit.random.stream_key``)."""
+        return stream_key(self.seed, self.shard)
 
     def run(
         self, ctx: RunContext, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
@@ -132,16 +172,25 @@ def finish(array: Any) -> Any:
     return array
 
 
+def dense_batch(inputs: Sequence[TensorList]) -> Any:
+    """The one array of a dense batch (``TensorList.from_array``), or None: what batch kernels
+    work on."""
+    return inputs[0]._dense if inputs and inputs[0]._dense is not None else None
+
+
 class SampleOperator(OperatorImpl):
     """An operator whose work is one pure kernel call per sample.
 
     Subclasses write one kernel method per device they support, named after it: ``cpu`` (NumPy
     in, NumPy out) and ``gpu`` (CuPy), each ``kernel(self, *samples, **args) -> array | tuple``
-    (a kernel written against ``backend.array_module`` can serve both: ``gpu = cpu``); and, where
-    the output layout is not the first input's, ``output_layout``.
+    (a kernel written against ``backend.array_module`` can serve both: ``gpu = cpu``); where
+    the output layout is not the first input's, ``output_layout``; and, optionally, a batch
+    kernel ``cpu_batch`` / ``gpu_batch`` (see the module docstring).
     """
 
     random = False
+    """A kernel that draws (a random crop, noise): it gets ``rng``, a NumPy Generator seeded
+    from the sample's stream (``SampleStreams.generator``)."""
 
     def output_layout(self, index: int, inputs: Sequence[TensorList]) -> str:
         return inputs[0].layout() if inputs else ""
@@ -157,9 +206,20 @@ class SampleOperator(OperatorImpl):
     def run(
         self, ctx: RunContext, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
     ) -> list[TensorList]:
+        batch_kernel = getattr(self, f"{self.device}_batch", None)
+        if batch_kernel is not None:
+            try:
+                outs = batch_kernel(ctx, inputs, arg_inputs)
+            except AugkitError:
+                raise
+            except Exception as exc:
+                raise self.fail(f"{type(exc).__name__}: {exc}", None, inputs) from exc
+            if outs is not None:
+                return outs
         n = len(inputs[0]) if inputs else ctx.batch_size
         kernel = getattr(self, self.device)
         per_batch = self.batch_args(inputs) if n else {}
+        streams = sample_streams(self.stream_key, ctx.iteration, n) if self.random else None
 
         def one(i: int) -> tuple[Any, ...]:
             args = self.sample_args(arg_inputs, i)
@@ -169,8 +229,8 @@ class SampleOperator(OperatorImpl):
             try:
                 for k, (sample, batch) in enumerate(zip(samples, inputs, strict=True)):
                     self.check_input(k, sample, batch.layout())
-                if self.random:
-                    args = {**args, "rng": sample_rng(self.seed, ctx.iteration, i)}
+                if streams is not None:
+                    args = {**args, "rng": streams.generator(i)}
                 out = kernel(*samples, **args)
             except AugkitError:
                 raise
@@ -190,6 +250,12 @@ class SampleOperator(OperatorImpl):
             for k in range(self.num_outputs)
         ]
 
+    def dense_output(self, array: Any, inputs: Sequence[TensorList], index: int = 0) -> TensorList:
+        """What a batch kernel returns for output ``index``: ``array`` (first axis: the batch)
+        as a read-only dense batch with this operator's layout and the input's sources."""
+        source = inputs[0]._source_info if inputs else None
+        return TensorList.from_array(finish(array), self.output_layout(index, inputs), source)
+
     def empty_dtype(self, index: int) -> Any:
         """The dtype of output ``index`` when the batch is empty (no sample to take it from):
         the ``dtype`` argument where the operator has one and it is set."""
@@ -197,11 +263,50 @@ class SampleOperator(OperatorImpl):
         return dtype.numpy if isinstance(dtype, DALIDataType) else None
 
 
+def per_sample_column(
+    impl: OperatorImpl, arg_inputs: dict[str, TensorList], key: str, n: int
+) -> np.ndarray | None:
+    """Argument ``key`` as one checked value per sample (an array of ``n``), when it is an
+    argument input; ``None`` when it is a constant (then ``impl.args[key]`` holds it)."""
+    batch = arg_inputs.get(key)
+    if batch is None:
+        return None
+    return np.array([impl.sample_args({key: batch}, i)[key] for i in range(n)])
+
+
+class RandomOperator(OperatorImpl):
+    """An operator that draws per-sample values (``fn.random.*``).
+
+    Subclasses write ``draw(self, streams, args, columns) -> array``: ``streams`` are the
+    sample streams of the batch (``len(streams)`` samples), ``args`` the constant arguments and
+    ``columns`` the argument inputs, one checked value per sample (arrays of ``n``); the result
+    has the samples along its first axis. Every sample's values depend only on its own stream,
+    so a sample draws the same whatever the other samples of the batch are.
+    """
+
+    def draw(
+        self, streams: SampleStreams, args: dict[str, Any], columns: dict[str, np.ndarray]
+    ) -> np.ndarray:
+        raise NotImplementedError
+
+    def run(
+        self, ctx: RunContext, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList]:
+        n = len(inputs[0]) if inputs else ctx.batch_size
+        columns = {key: per_sample_column(self, arg_inputs, key, n) for key in arg_inputs}
+        streams = sample_streams(self.stream_key, ctx.iteration, n)
+        try:
+            values = self.draw(streams, self.args, columns)  # type: ignore[arg-type]
+        except AugkitError:
+            raise
+        except Exception as exc:
+            raise self.fail(f"{type(exc).__name__}: {exc}", None, inputs) from exc
+        source = inputs[0]._source_info if inputs else None
+        return [TensorList.from_array(finish(values), "", source)]
+
+
 class SourceOperator(OperatorImpl):
     """An operator that reads a data set: it has a position, epochs and no inputs."""
-
-    is_source = True
-    produces_batch = True
 
     def next_batch(self, ctx: RunContext, batch_size: int, partial: bool) -> list[TensorList]:
         """The next ``batch_size`` samples; with ``partial`` stop at the end of the epoch."""

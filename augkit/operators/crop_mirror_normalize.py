@@ -30,6 +30,7 @@ import numpy as np
 
 from augkit import backend, types
 from augkit.errors import ArgumentError
+from augkit.kinds import IMAGE
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.geometric.crop import (
     CROP_ARGS,
@@ -43,8 +44,8 @@ from augkit.operators.geometric.flip import to_flag
 from augkit.operators.layouts import IMAGE_WITH_CHANNELS, ImageOperator
 from augkit.operators.registry import (
     Arg,
-    DataKind,
     OperatorSchema,
+    OutputSpec,
     described,
     register,
     to_bool,
@@ -195,17 +196,18 @@ class CropMirrorNormalize(ImageOperator):
         return self.args["output_layout"] or inputs[0].layout()
 
 
-def _output_kinds(args: dict[str, Any], inputs: Sequence[DataKind | None]) -> list[Any]:
-    """The input's number of dimensions, with ``output_layout`` (when the input's is known)."""
-    kind = inputs[0] if inputs else None
-    if kind is None or kind.ndim is None:
-        return [None]
-    layout = args.get("output_layout") or kind.layout
+def _output_kinds(args: dict[str, Any], inputs: Sequence[OutputSpec | None]) -> list[Any]:
+    """Images with the input's number of dimensions and ``output_layout`` (when the input's
+    layout is known)."""
+    spec = inputs[0] if inputs else None
+    if spec is None or spec.ndim is None:
+        return [OutputSpec(kind=IMAGE, what="normalized images")]
+    layout = args.get("output_layout") or spec.layout
     return [
-        DataKind(
-            ndim=kind.ndim,
-            layout=layout if kind.layout is not None else None,
-            content=kind.content,
+        OutputSpec(
+            kind=IMAGE,
+            ndim=spec.ndim,
+            layout=layout if spec.layout is not None else None,
             what=f"normalized images{f' with layout {layout}' if layout else ''}",
         )
     ]

@@ -10,13 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from augkit import backend
+from augkit import backend, kinds
 from augkit.errors import ArgumentError, OperatorError
 from augkit.operators.base import OperatorImpl, RunContext, finish
 from augkit.operators.registry import (
     MAX_OUTPUTS,
     Arg,
     OperatorSchema,
+    OutputSpec,
     described,
     register,
     to_bool,
@@ -45,8 +46,6 @@ def _cycle(value: Any) -> Any:
 
 class ExternalSource(OperatorImpl):
     """Calls ``source()`` (or ``source(iteration)``), or takes ``next()`` of an iterable."""
-
-    produces_batch = True
 
     def setup(self) -> None:
         source = self.args["source"]
@@ -140,6 +139,13 @@ def _layout(value: Any) -> Any:
     return to_str(value)
 
 
+def _output_kinds(args: dict[str, Any], inputs: Any) -> list[OutputSpec]:
+    n = args.get("num_outputs") or 1
+    layouts = args.get("layout") or ""
+    layouts = [layouts] * n if isinstance(layouts, str) else list(layouts)
+    return [OutputSpec(kind=kinds.from_layout(layout), layout=layout or None) for layout in layouts]
+
+
 register(
     OperatorSchema(
         name="external_source",
@@ -149,6 +155,8 @@ register(
         max_inputs=0,
         num_outputs=lambda a: a.get("num_outputs") or 1,
         devices=("cpu", "gpu"),
+        role="source",
+        output_kinds=_output_kinds,
         doc="Batches from Python: ``source`` is a callable returning a batch (a list of arrays or "
         "one array whose first axis is the batch), optionally taking the iteration number, or "
         "an iterable of batches. With ``num_outputs`` it returns that many batches per call.",

@@ -12,20 +12,28 @@ from typing import Any
 import numpy as np
 
 from augkit.operators.base import SampleOperator
-from augkit.operators.registry import NOT_PIXELS, InputSpec
+from augkit.operators.registry import InputSpec, kind_policy
 from augkit.tensors import TensorList
 
-# What image operators accept (OperatorSchema.accepts), checked when a pipeline is built.
+# What image operators accept (OperatorSchema.accepts), checked when a pipeline is built: the
+# per-kind policies of the operator families (DESIGN.md, "Data kinds"). Geometric operators
+# take images now and will take masks, boxes and keypoints with the annotations issue; colour
+# operators take images only.
+GEOMETRIC = kind_policy("geometric")
+COLOR = kind_policy("color")
 ANY_IMAGE = InputSpec(
     "an image (2 or more dimensions: HW, HWC, CHW, or a layout with H and W axes)",
+    kinds=("image",),
     min_ndim=2,
-    refuses=NOT_PIXELS,
+    hints=GEOMETRIC,
 )
 IMAGE_WITH_CHANNELS = InputSpec(
     "an image with a channel axis (HWC, CHW, ...: 3 or more dimensions)",
+    kinds=("image",),
     min_ndim=3,
-    refuses=NOT_PIXELS,
+    hints=GEOMETRIC,
 )
+COLOR_IMAGE = InputSpec("an image (decoded pixels)", kinds=("image",), hints=COLOR)
 
 # Layouts assumed for an input that has none, by number of dimensions.
 _DEFAULT_LAYOUTS = {2: "HW", 3: "HWC"}

@@ -87,7 +87,7 @@ from typing import Any
 
 import numpy as np
 
-from augkit import backend
+from augkit import backend, kinds
 from augkit.errors import AugkitError, OperatorError
 from augkit.operators.base import OperatorImpl, RunContext, finish
 from augkit.operators.registry import (
@@ -95,6 +95,8 @@ from augkit.operators.registry import (
     REQUIRED,
     Arg,
     OperatorSchema,
+    OutputSpec,
+    described,
     one_of,
     register,
     to_bool,
@@ -105,9 +107,10 @@ from augkit.operators.registry import (
 )
 from augkit.random import (
     GLOBAL_RNG_LOCK,
-    batch_rng,
+    batch_seed,
+    drew_between,
     global_rng_fingerprint,
-    sample_rng,
+    sample_streams,
     seeded_globals,
 )
 from augkit.tensors import TensorList
@@ -125,14 +128,9 @@ class PythonFunction(OperatorImpl):
         self._uses_global_rng: bool | None = None
         # Worker processes cache the function under this key (one key, one function).
         self._worker_key = f"{self.name}:{id(self.function)}:{id(self)}"
-        layouts = self.args["output_layouts"] or ()
-        if len(layouts) > self.num_outputs:
-            raise self._argument_error(
-                f"output_layouts has {len(layouts)} entries, but num_outputs is {self.num_outputs}"
-            )
-        if len(layouts) == 1:
-            layouts = layouts * self.num_outputs
-        self.layouts = list(layouts) + [""] * (self.num_outputs - len(layouts))
+        # DALI's rule: a list shorter than num_outputs sets the first outputs' layouts and
+        # leaves the rest without one (a single string is a list of one).
+        self.layouts = output_layouts(self.args, self.num_outputs)
 
     def set_function(self, function: Callable[..., Any]) -> None:
         """Use ``function`` from now on (the viewer's sliders and edits). What was learnt about
@@ -196,14 +194,8 @@ class PythonFunction(OperatorImpl):
     def _run_samples(
         self, ctx: RunContext, inputs: Sequence[TensorList], n: int
     ) -> list[list[Any]]:
-        calls = [
-            _Call(
-                i,
-                [batch._samples[i] for batch in inputs],
-                _seed(sample_rng(self.seed, ctx.iteration, i)),
-            )
-            for i in range(n)
-        ]
+        seeds = sample_streams(self.stream_key, ctx.iteration, n).seeds().tolist()
+        calls = [_Call(i, [batch._samples[i] for batch in inputs], seeds[i]) for i in range(n)]
         results = self._call_all(ctx, calls, inputs)
         outputs: list[list[Any]] = [[] for _ in range(self.num_outputs)]
         for i, result in enumerate(results):
@@ -217,7 +209,7 @@ class PythonFunction(OperatorImpl):
         call = _Call(
             None,
             [list(batch._samples) for batch in inputs],
-            _seed(batch_rng(self.seed, ctx.iteration)),
+            batch_seed(self.stream_key, ctx.iteration),
         )
         (result,) = self._call_all(ctx, [call], inputs)
         outputs = []
@@ -287,7 +279,7 @@ class PythonFunction(OperatorImpl):
             before = global_rng_fingerprint()
         results = ctx.map(lambda j: self._call(calls[j], inputs), len(calls))
         with GLOBAL_RNG_LOCK:
-            drew = global_rng_fingerprint() != before
+            drew = drew_between(before, global_rng_fingerprint())
         if not drew:
             return results
         self._uses_global_rng = True
@@ -617,10 +609,6 @@ def _batch_files(batch: TensorList) -> str:
     return f"{head}: {shown}"
 
 
-def _seed(rng: np.random.Generator) -> int:
-    return int(rng.integers(2**63))
-
-
 def _map_leaves(fn: Callable[[Any], Any], value: Any) -> Any:
     if isinstance(value, list):
         return [fn(v) for v in value]
@@ -653,7 +641,21 @@ def _common_args(batch_default: bool) -> list[Arg]:
             batch_default,
             to_bool,
         ),
-        Arg("output_layouts", "layout of each output (one string: all outputs)", None, to_layouts),
+        Arg(
+            "output_layouts",
+            "layout of each output; a shorter list (or one string) sets the first outputs' "
+            "layouts and leaves the rest without one, as in DALI",
+            None,
+            to_layouts,
+        ),
+        Arg(
+            "kind",
+            "augkit only: the data kind of the outputs ('image', 'mask', 'boxes', 'labels', "
+            "...; one for every output, or a list with one per output). Default: 'image' for "
+            "an output whose output_layouts entry has H and W axes, else 'generic'",
+            None,
+            _kinds_arg,
+        ),
         Arg(
             "preserve",
             "keep the operator even when no output uses it (True for Python operators, as in DALI)",
@@ -693,11 +695,49 @@ def _outputs(args: dict[str, Any]) -> int:
     return args.get("num_outputs", 1)
 
 
+@described("a data kind ('image', 'mask', 'boxes', ...) or a list with one per output")
+def _kinds_arg(value: Any) -> tuple[kinds.Kind, ...]:
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if not values:
+        raise ValueError("the list of kinds is empty")
+    return tuple(kinds.parse(v) for v in values)
+
+
+def output_layouts(args: dict[str, Any], n: int) -> list[str]:
+    """The layout of each of the ``n`` outputs (DALI's rule for a short ``output_layouts``)."""
+    layouts = list(args.get("output_layouts") or ())
+    return layouts[:n] + [""] * (n - len(layouts))
+
+
+def _output_kinds(args: dict[str, Any], inputs: Any) -> list[OutputSpec]:
+    n = _outputs(args)
+    given = args.get("kind")
+    layouts = output_layouts(args, n)
+    specs = []
+    for k, layout in enumerate(layouts):
+        kind = kinds.from_layout(layout)
+        if given:
+            kind = given[k] if len(given) > 1 else given[0]
+        specs.append(
+            OutputSpec(kind=kind, ndim=len(layout) if layout else None, layout=layout or None)
+        )
+    return specs
+
+
 def _check_arguments(given: dict[str, Any]) -> None:
     parallel = given.get("parallel", "auto")
     cpu = given.get("device", "cpu") == "cpu"
     if parallel == "processes" and not cpu:
         raise ValueError("parallel='processes' runs only CPU operators")
+    layouts, n = given.get("output_layouts") or (), given.get("num_outputs", 1)
+    if isinstance(n, int) and len(layouts) > n:
+        raise ValueError(f"output_layouts has {len(layouts)} entries, but num_outputs is {n}")
+    chosen = given.get("kind")
+    if isinstance(chosen, tuple) and len(chosen) > 1 and isinstance(n, int) and len(chosen) != n:
+        raise ValueError(
+            f"kind has {len(chosen)} entries, but num_outputs is {n}: give one kind for every "
+            f"output, or one per output"
+        )
     timeout = given.get("timeout")
     if timeout is None:
         return
@@ -735,6 +775,8 @@ def _register(
             devices=("cpu", "gpu"),
             input_sets=False,
             validate=_check_arguments,
+            output_kinds=_output_kinds,
+            role="python",
         )
     )
 

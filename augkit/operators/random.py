@@ -1,7 +1,20 @@
 """Random operators: they produce per-sample values (DALI's ``fn.random.*``) that other
 operators take as argument inputs, e.g. ``fn.rotate(x, angle=fn.random.uniform(range=(-30,
-30)))``. Their kernels draw from the stream of (operator seed, iteration, sample) that
-``SampleOperator`` hands them as ``rng``; they are the only kernels that see randomness.
+30)))``. They are the only kernels that see randomness: each draws a whole batch at once from
+the counter-based streams of its samples (``augkit.random.SampleStreams``, keyed by operator
+seed, shard, iteration and sample), a microsecond or two per sample.
+
+Decisions and traps:
+
+- ``uniform`` over ``range=[low, high)`` never returns ``high``: values are drawn from 24 random
+  bits (float16/float32 outputs) or 53 (float64), scaled in float64 and converted; a value that
+  rounds up to ``high`` in the output type becomes the largest value of that type below
+  ``high`` (with ``range=[10, nextafter(10, 11)]`` every value is 10, as in DALI). Integer
+  outputs are the continuous draw converted as DALI converts (rounded half away from zero,
+  saturated), so they can equal ``high``, as in DALI.
+- ``values``: each is picked with equal probability (``floor(u * len(values))``).
+- ``coin_flip``: 1 where ``u < probability`` (53-bit ``u``), per sample when ``probability``
+  is an argument input.
 """
 
 from __future__ import annotations
@@ -13,11 +26,12 @@ import numpy as np
 
 from augkit import types
 from augkit.errors import ArgumentError
-from augkit.operators.base import SampleOperator
+from augkit.operators.base import RandomOperator
+from augkit.operators.color.cast import convert_sat
 from augkit.operators.registry import (
     Arg,
-    DataKind,
     OperatorSchema,
+    OutputSpec,
     described,
     register,
     to_dtype,
@@ -52,14 +66,21 @@ def _range(value: Any) -> tuple[float, float]:
     return low, high
 
 
-def _kinds(args: dict[str, Any], inputs: Any) -> list[DataKind]:
+def _kinds(args: dict[str, Any], inputs: Any) -> list[OutputSpec]:
     ndim = len(args.get("shape") or ())
-    return [DataKind(ndim=ndim, layout="", content="numbers", what=f"{ndim}-D random values")]
+    return [OutputSpec(ndim=ndim, layout="", what=f"{ndim}-D random values")]
 
 
-class Uniform(SampleOperator):
-    random = True
+def _below(values: np.ndarray, high: float) -> np.ndarray:
+    """``values`` with every element at or above ``high`` set to the largest value of their
+    type below ``high`` (float rounding must not reach an excluded bound)."""
+    largest = values.dtype.type(high)
+    if float(largest) >= high:
+        largest = np.nextafter(largest, values.dtype.type(-np.inf))
+    return np.where(values.astype(np.float64) >= high, largest, values)
 
+
+class Uniform(RandomOperator):
     def setup(self) -> None:
         dtype = self.args["dtype"]
         numbers = self.args["values"] or self.args["range"]
@@ -72,36 +93,38 @@ class Uniform(SampleOperator):
                 f"types.{dtype.name} (from {info.min} to {info.max})"
             )
 
-    def cpu(
-        self,
-        *,
-        rng: np.random.Generator,
-        range: tuple[float, float],
-        values: tuple[float, ...] | None,
-        shape: tuple[int, ...],
-        dtype: Any,
-        **_: Any,
-    ) -> np.ndarray:
+    def draw(self, streams: Any, args: dict[str, Any], columns: dict[str, Any]) -> np.ndarray:
+        shape, dtype = args["shape"], np.dtype(args["dtype"].numpy)
+        count = math.prod(shape)
+        n = len(streams)
+        values = args["values"]
         if values:
-            out = np.asarray(values)[rng.integers(0, len(values), size=shape)]
+            u = streams.uniform(count)
+            index = np.minimum((u * len(values)).astype(np.int64), len(values) - 1)
+            out = np.asarray(values, np.float64)[index]
+            return convert_sat(out, dtype).reshape((n, *shape))
+        low, high = args["range"]
+        small = dtype.kind == "f" and dtype.itemsize <= 4
+        u = streams.uniform(count, np.float32 if small else np.float64).astype(np.float64)
+        out = low + u * (high - low)
+        if dtype.kind == "f":
+            with np.errstate(over="ignore"):
+                out = _below(out.astype(dtype), high)
         else:
-            out = rng.uniform(range[0], range[1], size=shape)
-        return np.asarray(out, dtype=dtype.numpy)
+            out = convert_sat(out, dtype)
+        return out.reshape((n, *shape))
 
 
-class CoinFlip(SampleOperator):
-    random = True
-
-    def cpu(
-        self,
-        *,
-        rng: np.random.Generator,
-        probability: float,
-        shape: tuple[int, ...],
-        dtype: Any,
-        **_: Any,
-    ) -> np.ndarray:
-        return np.asarray(rng.random(size=shape) < probability, dtype=dtype.numpy)
+class CoinFlip(RandomOperator):
+    def draw(self, streams: Any, args: dict[str, Any], columns: dict[str, Any]) -> np.ndarray:
+        shape = args["shape"]
+        n = len(streams)
+        u = streams.uniform(math.prod(shape)).reshape((n, *shape))
+        probability = columns.get("probability")
+        if probability is None:
+            probability = np.full(n, args["probability"])
+        p = np.asarray(probability, np.float64).reshape((n,) + (1,) * len(shape))
+        return (u < p).astype(args["dtype"].numpy)
 
 
 register(
@@ -112,6 +135,7 @@ register(
         min_inputs=0,
         max_inputs=0,
         output_kinds=_kinds,
+        role="random",
         aliases=("Uniform",),
         doc="Values drawn uniformly from ``range`` [low, high), or from the discrete ``values``.",
         args=[
@@ -136,6 +160,7 @@ register(
         min_inputs=0,
         max_inputs=0,
         output_kinds=_kinds,
+        role="random",
         aliases=("CoinFlip",),
         doc="1 with probability ``probability``, else 0 (e.g. ``mirror=fn.random.coin_flip()``).",
         args=[

@@ -27,6 +27,7 @@ import numpy as np
 
 from augkit import types
 from augkit.errors import ArgumentError, suggest
+from augkit.kinds import GENERIC, Kind
 
 REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
 
@@ -84,73 +85,121 @@ class Arg:
 
 
 @dataclass(frozen=True)
-class DataKind:
-    """What the samples of an operator's output are, as far as it is known before anything runs
-    (for the checks ``Pipeline.build()`` makes, ``augkit.static_checks``).
+class OutputSpec:
+    """What the samples of an operator's output are, as far as it is known before anything runs:
+    their data kind, and where known their number of dimensions and layout (for the checks
+    ``Pipeline.build()`` makes, ``augkit.static_checks``, and the kind every batch carries).
 
     Attributes:
+        kind: the data kind (``augkit.kinds``); generic when not known.
         ndim: the number of dimensions of every sample (``None``: not known).
         layout: the layout ("HWC"; "" for none; ``None``: not known).
-        content: ``"encoded"`` (a file's bytes), ``"labels"``, ``"pixels"``, ``"numbers"``, or
-            "" (not known).
         what: the samples in words, for messages: "1-D encoded bytes from readers.file".
         hint: what to do with them to get an image: "decode them first with fn.decoders.image".
     """
 
+    kind: Kind = GENERIC
     ndim: int | None = None
     layout: str | None = None
-    content: str = ""
     what: str = ""
     hint: str = ""
 
 
 @dataclass(frozen=True)
 class InputSpec:
-    """What an operator's input must be (``OperatorSchema.accepts``); a ``DataKind`` that is
-    known and does not fit is refused when the pipeline is built.
+    """What an operator's input must be (``OperatorSchema.accepts``); an input whose kind or
+    shape is known and does not fit is refused when the pipeline is built.
 
     Attributes:
         what: in words, for messages: 'an image with layout HWC or CHW (3 dimensions)'.
+        kinds: the names of the data kinds accepted (``None``: any). A generic input (kind not
+            known) always passes: augkit never refuses what could run.
         ndims: the numbers of dimensions accepted (``None``: any).
         min_ndim: the fewest dimensions accepted.
         layouts: the layouts accepted when the input has one (``None``: any).
-        refuses: contents (``DataKind.content``) that are refused whatever their shape.
+        hints: what to say to a user who gives a refused kind, by kind name.
     """
 
     what: str
+    kinds: tuple[str, ...] | None = None
     ndims: tuple[int, ...] | None = None
     min_ndim: int = 0
     layouts: tuple[str, ...] | None = None
-    refuses: tuple[str, ...] = ()
+    hints: dict[str, str] = field(default_factory=dict)
 
-    def refusal(self, kind: DataKind | None) -> bool:
-        """Whether ``kind`` is known not to fit (unknown kinds always pass)."""
-        if kind is None:
+    def refuses_kind(self, spec: OutputSpec | None) -> bool:
+        """Whether ``spec``'s data kind is known not to be accepted."""
+        if spec is None or spec.kind.is_generic or self.kinds is None:
             return False
-        if kind.content and kind.content in self.refuses:
-            return True
-        if kind.ndim is not None and (
-            kind.ndim < self.min_ndim or (self.ndims is not None and kind.ndim not in self.ndims)
+        return spec.kind.name not in self.kinds
+
+    def refuses_shape(self, spec: OutputSpec | None) -> bool:
+        """Whether ``spec``'s number of dimensions or layout is known not to fit."""
+        if spec is None:
+            return False
+        if spec.ndim is not None and (
+            spec.ndim < self.min_ndim or (self.ndims is not None and spec.ndim not in self.ndims)
         ):
             return True
-        return bool(kind.layout) and self.layouts is not None and kind.layout not in self.layouts
+        return bool(spec.layout) and self.layouts is not None and spec.layout not in self.layouts
+
+    def hint(self, kind: Kind) -> str:
+        return self.hints.get(kind.name, "")
 
 
-# An image input of an operator that computes on pixels: encoded files and labels are refused.
-NOT_PIXELS = ("encoded", "labels")
+def kind_policy(family: str) -> dict[str, str]:
+    """The per-kind hints of an operator family ("geometric", "color"): what a user who gives
+    it masks, boxes, keypoints... should know (DESIGN.md, "Data kinds")."""
+    if family == "geometric":
+        later = (
+            "augkit's geometric operators do not transform {kind} yet (they will move masks "
+            "by nearest neighbour, and boxes and keypoints by their coordinates, with the same "
+            "per-sample parameters as the images); until then transform them in a "
+            "fn.python_function"
+        )
+        hints = {k: later.format(kind=k) for k in ("mask", "boxes", "keypoints")}
+        hints.update(polygons=later.format(kind="polygons"), vertices=later.format(kind="vertices"))
+    elif family == "color":
+        hints = {
+            k: f"colour operators change pixels of images only; {k} must not be recoloured"
+            for k in ("mask", "boxes", "keypoints", "polygons", "vertices")
+        }
+    else:
+        raise ValueError(f"unknown operator family {family!r}")
+    hints["labels"] = (
+        "labels are not images: use the reader's first output "
+        "(jpegs, labels = fn.readers.file(...))"
+    )
+    hints["encoded"] = "decode them first with fn.decoders.image"
+    return hints
 
-OutputKinds = Callable[[dict[str, Any], Sequence[DataKind | None]], Sequence[DataKind | None]]
+
+OutputKinds = Callable[[dict[str, Any], Sequence[OutputSpec | None]], Sequence[OutputSpec | None]]
 
 
-def fixed_kinds(*kinds: DataKind | None) -> OutputKinds:
+def fixed_kinds(*specs: OutputSpec | None) -> OutputKinds:
     """``output_kinds`` of an operator whose outputs are always of these kinds (a reader's)."""
-    return lambda args, inputs: list(kinds)
+    return lambda args, inputs: list(specs)
 
 
-def keeps_kind(args: dict[str, Any], inputs: Sequence[DataKind | None]) -> list[DataKind | None]:
+def keeps_kind(
+    args: dict[str, Any], inputs: Sequence[OutputSpec | None]
+) -> list[OutputSpec | None]:
     """``output_kinds`` of an operator whose one output is of its first input's kind (the same
     number of dimensions and layout: flip, resize, cast...)."""
     return [inputs[0] if inputs else None]
+
+
+ROLES = ("operator", "reader", "source", "random", "python", "internal")
+"""What an operator is to the pipeline (``OperatorSchema.role``):
+
+- "operator": computes outputs from its inputs (most operators);
+- "reader": reads a data set, with a position and epochs (``readers.*``);
+- "source": makes batches out of nothing else (``external_source``);
+- "random": draws per-sample values (``random.*``), the only operators that see randomness;
+- "python": runs a user's function (``python_function`` and its family);
+- "internal": made by augkit itself (transfers, arithmetic), not in ``fn``/``ops``/``eager``.
+"""
 
 
 @dataclass
@@ -175,8 +224,14 @@ class OperatorSchema:
             raises ``ValueError`` with a plain message, reported as an ``ArgumentError``.
         accepts: what each positional input must be (an ``InputSpec``, or ``None``: anything),
             checked when the pipeline is built (``augkit.static_checks``); ``None``: anything.
-        output_kinds: ``output_kinds(args, input_kinds)`` -> the ``DataKind`` of each output
-            (``None`` for one that is not known), e.g. ``keeps_kind``; ``None``: all unknown.
+        output_kinds: ``output_kinds(args, input_specs)`` -> the ``OutputSpec`` of each output
+            (``None`` for one that is not known: generic), e.g. ``keeps_kind``; ``None``: all
+            generic. Every batch the operator makes carries the kind given here.
+        role: what the operator is to the pipeline (``ROLES``).
+        positional: arguments that may be given positionally, in this order, to an operator
+            without inputs (DALI's ``fn.external_source(source, num_outputs)``).
+        outputs_as_list: ``outputs_as_list(args)``: the call returns its outputs as a list,
+            even a list of one (DALI's external source with ``num_outputs`` given).
     """
 
     name: str
@@ -195,10 +250,26 @@ class OperatorSchema:
     validate: Callable[[dict[str, Any]], None] | None = None
     accepts: Sequence[InputSpec | None] | None = None
     output_kinds: OutputKinds | None = None
+    role: str = "operator"
+    positional: tuple[str, ...] = ()
+    outputs_as_list: Callable[[dict[str, Any]], bool] | None = None
     arguments: dict[str, Arg] = field(init=False)
 
     def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"{self.name}: role must be one of {ROLES}, got {self.role!r}")
         self.arguments = {a.name: a for a in (*COMMON_ARGS, *self.args)}
+
+    @property
+    def public(self) -> bool:
+        """Whether the operator is in ``fn``, ``ops`` and ``eager`` (not internal)."""
+        return self.role != "internal"
+
+    @property
+    def makes_batches(self) -> bool:
+        """Whether it makes batches out of nothing (a reader or a source): such operators run
+        first in an iteration, in iteration order, and set its batch size."""
+        return self.role in ("reader", "source")
 
     def outputs_for(self, args: dict[str, Any]) -> int:
         n = self.num_outputs
@@ -243,6 +314,26 @@ class OperatorSchema:
                 raise ArgumentError(f"{self.class_name}: {exc}") from None
         return constants, nodes
 
+    def named(self, values: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` with the positional argument ``values`` named (``positional``).
+
+        Raises:
+            ArgumentError: more values than positional arguments, or one given twice.
+        """
+        if not values:
+            return kwargs
+        if len(values) > len(self.positional):
+            takes = ", ".join(self.positional) or "no positional arguments"
+            raise ArgumentError(
+                f"{self.class_name}: takes {takes}; got {len(values)} positional argument(s)"
+            )
+        named = dict(kwargs)
+        for name, value in zip(self.positional, values, strict=False):
+            if name in kwargs:
+                raise ArgumentError(f"{self.class_name}: argument '{name}' given twice")
+            named[name] = value
+        return named
+
     def defaults(self) -> dict[str, Any]:
         return {a.name: a.default for a in self.arguments.values() if a.default is not REQUIRED}
 
@@ -253,12 +344,45 @@ class OperatorSchema:
 
 
 REGISTRY: dict[str, OperatorSchema] = {}
+_NAMES: dict[str, OperatorSchema] = {}  # every name an operator goes by (see resolve)
 
 
 def register(schema: OperatorSchema) -> OperatorSchema:
     if schema.name in REGISTRY:
         raise ValueError(f"operator {schema.name!r} is registered twice")
     REGISTRY[schema.name] = schema
+    prefixes = ("fn.", "ops.") if not schema.module else (f"{schema.module}.fn.", "")
+    names = {
+        schema.name,
+        schema.class_name,
+        *schema.aliases,
+        *schema.fn_aliases,
+        f"{prefixes[0]}{schema.name}",
+        f"{prefixes[1] or schema.module + '.'}{schema.class_name}",
+    }
+    for name in names:
+        _NAMES.setdefault(name, schema)
+    return schema
+
+
+def resolve(name: str) -> OperatorSchema:
+    """The schema of the operator ``name`` by any of its names: the registry's dotted name
+    (``"readers.file"``), with ``fn.`` (``"fn.decoders.image"``), its ``ops`` class name
+    (``"decoders.Image"``, ``"ops.Resize"``), DALI's legacy aliases (``"FileReader"``,
+    ``"file_reader"``), or the PyTorch plugin's (``"TorchPythonFunction"``).
+
+    Raises:
+        KeyError: no operator has that name (the message suggests the closest).
+
+    Example:
+        >>> resolve("ops.readers.File") is resolve("readers.file") is resolve("FileReader")
+        True
+    """
+    import augkit.operators  # noqa: F401  (fills the registry)
+
+    schema = _NAMES.get(name)
+    if schema is None:
+        raise KeyError(f"no operator named {name!r}.{suggest(name, _NAMES)}")
     return schema
 
 

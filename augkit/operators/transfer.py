@@ -17,7 +17,7 @@ class _ToGPU(OperatorImpl):
         batch = inputs[0]
         device = ctx.device_id or 0
         samples = [backend.to_gpu(s, device) for s in batch._samples]
-        return [TensorList(samples, batch.layout(), batch._source_info)]
+        return [TensorList(samples, batch.layout(), batch._source_info, kind=batch.kind)]
 
 
 class _ToCPU(OperatorImpl):
@@ -34,7 +34,7 @@ register(
         _ToGPU,
         "Copy a batch to the GPU.",
         devices=("gpu",),
-        module="internal",
+        role="internal",
         output_kinds=keeps_kind,
     )
 )
@@ -45,7 +45,7 @@ register(
         _ToCPU,
         "Copy a batch to the host.",
         devices=("cpu",),
-        module="internal",
+        role="internal",
         output_kinds=keeps_kind,
     )
 )
@@ -68,6 +68,6 @@ register(
         "A user's batch, in debug mode.",
         min_inputs=0,
         max_inputs=0,
-        module="internal",
+        role="internal",
     )
 )

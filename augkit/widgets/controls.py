@@ -29,9 +29,6 @@ from ipywidgets.widgets.interaction import interactive
 
 from augkit.errors import ArgumentError
 
-# The schemas whose ``function`` argument the viewer can replace (``Pipeline.set_function``).
-PYTHON_OPERATORS = ("python_function", "dl_tensor_python_function", "torch_python_function")
-
 _EMPTY = inspect.Parameter.empty
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 

@@ -46,7 +46,6 @@ from augkit.pipeline import Pipeline
 from augkit.tensors import TensorList
 from augkit.types import DALIDataType
 from augkit.widgets.controls import (
-    PYTHON_OPERATORS,
     FunctionControls,
     controls_for,
     effective_keywords,
@@ -456,14 +455,14 @@ class Viewer:
     def _show_timings(self) -> None:
         rows = self.pipe.profile().rows
         cells = "".join(
-            f"<tr><td>{html.escape(r['operator'])}</td><td>{html.escape(r['kind'])}</td>"
+            f"<tr><td>{html.escape(r['operator'])}</td><td>{html.escape(r['op'])}</td>"
             f"<td style='text-align:right'>{r['last_ms']:.2f}</td>"
             f"<td style='text-align:right'>{r['mean_ms']:.2f}</td>"
             f"<td style='text-align:right'>{r['calls']}</td></tr>"
             for r in rows
         )
         self.timings.value = (
-            "<table style='font-size:11px'><tr><th>operator</th><th>kind</th><th>last ms</th>"
+            "<table style='font-size:11px'><tr><th>operator</th><th>op</th><th>last ms</th>"
             f"<th>mean ms</th><th>calls</th></tr>{cells}</table>"
         )
 
@@ -491,9 +490,8 @@ class Viewer:
 
     # --- controls ---------------------------------------------------------------------------------
     def _python_nodes(self) -> list[Any]:
-        executor = self.pipe._executor
-        nodes = executor.nodes if executor is not None else []
-        return [n for n in nodes if n.schema.name in PYTHON_OPERATORS]
+        # The Python operators, whose function the viewer can replace (Pipeline.set_function).
+        return [n for n in self.pipe._operators() if n.schema.role == "python"]
 
     def _params_for(self, operator: str, function: Callable[..., Any]) -> dict[str, Any]:
         """The ``params=`` entries for the operator: by function name, then by operator name

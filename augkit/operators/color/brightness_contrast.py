@@ -26,9 +26,9 @@ import numpy as np
 from augkit import backend, types
 from augkit.operators.base import SampleOperator
 from augkit.operators.color.cast import convert_sat
+from augkit.operators.layouts import COLOR_IMAGE
 from augkit.operators.registry import (
     Arg,
-    InputSpec,
     OperatorSchema,
     described,
     keeps_kind,
@@ -102,7 +102,7 @@ register(
         name="brightness_contrast",
         class_name="BrightnessContrast",
         impl=BrightnessContrast,
-        accepts=[InputSpec("image data (decoded pixels, not encoded files)", refuses=("encoded",))],
+        accepts=[COLOR_IMAGE],
         output_kinds=keeps_kind,
         devices=("cpu", "gpu"),
         doc=(

@@ -47,7 +47,7 @@ Bad files (the whole table, with DALI's behaviour beside it, is in ``docs/errors
   reason in plain words; the pipeline stays usable and the next ``run()`` gives the next batch.
 - ``on_error="skip"`` (augkit only; DALI has no such option: its decoder cannot ask the reader
   for another sample, NVIDIA/DALI#3913): the reader decodes each sample as it reads it
-  (``FileReader.add_check``, in the pipeline's read stage, on the same threads), leaves the bad
+  (``Reader.attach_screen``, in the pipeline's read stage, on the same threads), leaves the bad
   ones out and reads on until the batch is full, so batches stay full and labels stay with
   their images. Files that cannot even be read are skipped the same way. Every skip is a
   ``SkippedSampleWarning`` at the ``run()`` that delivers the batch and a record in
@@ -82,15 +82,14 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from augkit import backend, types
-from augkit.errors import SkippedSample
+from augkit import backend, kinds, types
 from augkit.operators.base import RunContext, SampleOperator, finish
 from augkit.operators.decoders import jpeg
 from augkit.operators.registry import (
     Arg,
-    DataKind,
     InputSpec,
     OperatorSchema,
+    OutputSpec,
     fixed_kinds,
     register,
     to_bool,
@@ -98,6 +97,7 @@ from augkit.operators.registry import (
     to_int,
     to_ints,
 )
+from augkit.operators.screening import Rejected, keep_screened
 from augkit.tensors import TensorList
 
 # Pillow refuses images over twice its Image.MAX_IMAGE_PIXELS (89,478,485) as decompression
@@ -318,11 +318,14 @@ def decode_image(
 
 
 class ImageDecoder(SampleOperator):
-    """The decoder; with ``on_error="skip"`` see ``try_decode`` and the module docstring."""
+    """The decoder; with ``on_error="skip"`` a screening operator
+    (``augkit.operators.screening``: ``screen`` decodes, a bad file is ``Rejected``)."""
 
     def setup(self) -> None:
-        self.skips = self.args["on_error"] == "skip"
         self._device_id = 0
+
+    def screens(self) -> bool:
+        return self.args["on_error"] == "skip"
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         if backend.is_gpu_array(sample):
@@ -348,20 +351,20 @@ class ImageDecoder(SampleOperator):
     ) -> np.ndarray:
         return decode_image(data, output_type, adjust_orientation, dct_downscale_hint, max_pixels)
 
-    def try_decode(self, ctx: RunContext, batch: TensorList) -> list[np.ndarray | str]:
-        """Each sample of ``batch`` decoded on the CPU, or the reason (plain words) why it
-        cannot be: what ``on_error="skip"`` runs, in the reader's read stage of a pipeline
-        (``FileReader.add_check``) or here in debug mode and eager calls."""
+    def screen(self, ctx: RunContext, batch: TensorList) -> list[Any]:
+        """Each sample of ``batch`` decoded on the CPU, or ``Rejected`` with the reason (plain
+        words) why it cannot be: what ``on_error="skip"`` runs, in the reader's read stage of a
+        pipeline (``Reader.attach_screen``), or here in debug mode and eager calls."""
 
-        def one(i: int) -> np.ndarray | str:
+        def one(i: int) -> Any:
             sample = batch._samples[i]
             try:
                 self.check_input(0, sample, batch.layout())
                 return self.cpu(sample, **self.args)
             except ValueError as exc:
-                return str(exc)
+                return Rejected(str(exc))
             except Exception as exc:  # not a plain decode failure: say what it was
-                return f"{type(exc).__name__}: {exc}"
+                return Rejected(f"{type(exc).__name__}: {exc}")
 
         return ctx.map(one, len(batch))
 
@@ -369,28 +372,14 @@ class ImageDecoder(SampleOperator):
         self, ctx: RunContext, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
     ) -> list[TensorList]:
         self._device_id = ctx.device_id or 0
-        if not self.skips:
+        if not self.screens():
             return super().run(ctx, inputs, arg_inputs)
         batch = inputs[0]
-        decoded = batch._predecoded.get(self.name) if batch._predecoded else None
-        if decoded is None:  # no reader decoded it ahead: debug mode, eager calls
-            decoded = self.try_decode(ctx, batch)
-        keep = [i for i, d in enumerate(decoded) if not isinstance(d, str)]
+        values = ctx.notes.screened.get(self.name)
+        if values is None:  # no reader screened it: debug mode, eager calls
+            values = ctx.notes.screened[self.name] = self.screen(ctx, batch)
         place = finish if self.device == "cpu" else self._to_gpu
-        out = TensorList(
-            [place(decoded[i]) for i in keep],
-            "HWC",
-            [batch._source_info[i] for i in keep],
-            dtype=np.uint8,
-        )
-        if len(keep) < len(decoded):
-            out._decoded = decoded
-            out._skipped = [
-                SkippedSample(self.name, "", batch._source_info[i], "", reason, ctx.iteration)
-                for i, reason in enumerate(decoded)
-                if isinstance(reason, str)
-            ]
-        return [out]
+        return [keep_screened(ctx, self.name, batch, values, place, "HWC", np.uint8)]
 
     def _to_gpu(self, image: np.ndarray) -> Any:
         return backend.to_gpu(image, self._device_id)
@@ -419,12 +408,17 @@ register(
         accepts=[
             InputSpec(
                 "encoded bytes (1-D uint8 samples, as fn.readers.file gives them)",
+                kinds=("encoded",),
                 ndims=(1,),
-                refuses=("labels", "pixels"),
+                hints={
+                    "image": "they are decoded already: give the decoder the reader's output",
+                    "labels": "labels are not files: decode the reader's first output "
+                    "(jpegs, labels = fn.readers.file(...))",
+                },
             )
         ],
         output_kinds=fixed_kinds(
-            DataKind(ndim=3, layout="HWC", content="pixels", what="decoded HWC images")
+            OutputSpec(kind=kinds.IMAGE, ndim=3, layout="HWC", what="decoded HWC images")
         ),
         doc=(
             "Decodes images (JPEG, PNG, BMP, TIFF, WebP and any format Pillow reads) from "

@@ -65,9 +65,8 @@ from PIL import Image
 from augkit import types
 from augkit.operators.base import SampleOperator
 from augkit.operators.geometric import resize_torch, warp
-from augkit.operators.layouts import check_image
+from augkit.operators.layouts import GEOMETRIC, check_image
 from augkit.operators.registry import (
-    NOT_PIXELS,
     Arg,
     InputSpec,
     OperatorSchema,
@@ -419,6 +418,12 @@ def _requested(args: dict[str, Any]) -> tuple[tuple[float, float], str]:
 
 
 class ResizeImpl(SampleOperator):
+    def setup(self) -> None:
+        # torch (the fast back end) is imported now, when the pipeline is built, on the
+        # building thread: imported lazily by the first sample on a pool thread, it cost the
+        # first run() a second and raced with other threads (a user's own `import torch`).
+        resize_torch.torch_module()
+
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         check_image("resize", sample, layout, ("HWC", "CHW"), _INPUT_TYPES)
 
@@ -497,7 +502,8 @@ register(
                 "an image with layout HWC or CHW (3 dimensions)",
                 ndims=(3,),
                 layouts=("HWC", "CHW"),
-                refuses=NOT_PIXELS,
+                kinds=("image",),
+                hints=GEOMETRIC,
             )
         ],
         output_kinds=keeps_kind,

@@ -36,8 +36,9 @@ Traps:
   parallelism. torch's float kernels are parallel but, on one thread, no faster than Pillow's
   float path (2.7 ms each here), so float resizes stay on Pillow and never oversubscribe the
   cores.
-- The first call imports torch (about a second); ``resize.py`` only asks for it when a resize
-  qualifies.
+- torch is imported once, by ``fn.resize`` when the pipeline is built (about a second, on the
+  thread that builds it), never lazily on a pool thread: a half-imported torch seen by another
+  thread can crash the process.
 """
 
 from __future__ import annotations

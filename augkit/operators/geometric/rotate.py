@@ -37,9 +37,8 @@ import numpy as np
 from augkit import types
 from augkit.operators.base import SampleOperator
 from augkit.operators.geometric import warp
-from augkit.operators.layouts import check_image
+from augkit.operators.layouts import GEOMETRIC, check_image
 from augkit.operators.registry import (
-    NOT_PIXELS,
     REQUIRED,
     Arg,
     InputSpec,
@@ -179,7 +178,8 @@ register(
                 "an image with layout HWC (3 dimensions)",
                 ndims=(3,),
                 layouts=("HWC",),
-                refuses=NOT_PIXELS,
+                kinds=("image",),
+                hints=GEOMETRIC,
             )
         ],
         output_kinds=keeps_kind,

@@ -1,0 +1,284 @@
+"""The one execution core: runs one node of a graph on one iteration's batches.
+
+Every way of running operators goes through ``Engine.run_node``: the normal executor
+(``augkit.executor``), the prefetching executor (``augkit.prefetch``, through the executor),
+debug mode (``augkit.debug``) and ``augkit.eager`` (a debug session for one call). It does, in
+one place:
+
+- the operator instance of a node, with its seed (``make_impl``: the pipeline seed and the
+  node's creation ordinal, or its own ``seed=``; keyed by the pipeline's shard) — the rest of
+  the seed rule is ``augkit.random``;
+- the per-sample argument inputs (one value per sample, checked against the batch size);
+- the call (``OperatorImpl.run``: per-sample kernels on the thread pool, or a batch kernel),
+  with any exception that is not augkit's wrapped into an ``OperatorError`` naming the node;
+- the timing ``Pipeline.profile()`` reports;
+- the data kind of every output batch (``augkit.kinds``), from the node's static output specs.
+
+``Engine`` holds what a pipeline's nodes share while they run: the thread pool, the worker
+processes for Python operators, the timings, and a generation counter that ``cancel()`` bumps
+so that iterations in flight stop at their next operator.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from augkit import backend
+from augkit.errors import AugkitError, DeviceError, OperatorError
+from augkit.graph import OperatorNode
+from augkit.kinds import GENERIC, Kind
+from augkit.operators.base import IterationNotes, OperatorImpl, RunContext
+from augkit.random import operator_seed
+from augkit.tensors import TensorList
+
+
+class Timings:
+    """Wall time of each operator: the last iteration's and the running total (what
+    ``Pipeline.profile()`` reports)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.last: dict[str, float] = {}
+        self.total: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self.ops: dict[str, str] = {}
+
+    def add(self, name: str, op: str, seconds: float) -> None:
+        with self._lock:
+            self.last[name] = seconds
+            self.total[name] = self.total.get(name, 0.0) + seconds
+            self.calls[name] = self.calls.get(name, 0) + 1
+            self.ops[name] = op
+
+
+@dataclass
+class Profile:
+    """Per-operator wall time: ``rows`` (plain dicts: operator, op, last_ms, mean_ms,
+    total_ms, calls), slowest first by mean. ``op`` is the registry's name of the operator
+    ("python_function", "decoders.image"). Shows itself as a table (text and HTML).
+
+    With the pipelined executor, operators of several iterations run at once, so the times of
+    different operators overlap: compare them with one another, not with the batch time.
+    """
+
+    rows: list[dict[str, Any]]
+
+    def __repr__(self) -> str:
+        header = f"{'operator':<28} {'op':<24} {'last ms':>9} {'mean ms':>9} {'calls':>6}"
+        lines = [header, "-" * len(header)]
+        for row in self.rows:
+            lines.append(
+                f"{row['operator']:<28} {row['op']:<24} {row['last_ms']:>9.2f} "
+                f"{row['mean_ms']:>9.2f} {row['calls']:>6}"
+            )
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        cells = "".join(
+            f"<tr><td>{r['operator']}</td><td>{r['op']}</td><td>{r['last_ms']:.2f}</td>"
+            f"<td>{r['mean_ms']:.2f}</td><td>{r['calls']}</td></tr>"
+            for r in self.rows
+        )
+        return (
+            "<table><tr><th>operator</th><th>op</th><th>last ms</th><th>mean ms</th>"
+            f"<th>calls</th></tr>{cells}</table>"
+        )
+
+
+def profile_of(timings: Timings) -> Profile:
+    with timings._lock:
+        rows = [
+            {
+                "operator": name,
+                "op": timings.ops[name],
+                "last_ms": timings.last[name] * 1e3,
+                "mean_ms": timings.total[name] / timings.calls[name] * 1e3,
+                "total_ms": timings.total[name] * 1e3,
+                "calls": timings.calls[name],
+            }
+            for name in timings.total
+        ]
+    rows.sort(key=lambda r: r["mean_ms"], reverse=True)
+    return Profile(rows)
+
+
+def make_impl(node: OperatorNode, pipeline_seed: int, ordinal: int, shard: int) -> OperatorImpl:
+    """The operator instance of ``node``: seeded by ``operator_seed(pipeline_seed, ordinal)``
+    (or its own ``seed=``), its streams keyed by ``shard``."""
+    own = node.args.get("seed", -1)
+    seed = own if own != -1 else operator_seed(pipeline_seed, ordinal)
+    return node.schema.impl(
+        node.schema, node.args, node.name, seed, node.device, len(node.inputs), shard
+    )
+
+
+def pipeline_shard(nodes: Sequence[OperatorNode]) -> int:
+    """The shard of a pipeline: its first reader's ``shard_id`` (0 when it has no reader)."""
+    for node in nodes:
+        if node.schema.role == "reader":
+            return int(node.args.get("shard_id", 0) or 0)
+    return 0
+
+
+def check_device(node: OperatorNode, device_id: int | None) -> None:
+    """A GPU node where no GPU can be used is refused, saying why."""
+    if node.device not in ("gpu", "mixed") or not node.schema.public:
+        return
+    reason = backend.gpu_unavailable_reason()
+    if reason is None and device_id is None:
+        reason = "the pipeline was created with device_id=None"
+    if reason is not None:
+        raise DeviceError(
+            f"{node.name} (device={node.device!r}) needs a GPU, but {reason}. "
+            f"Use device='cpu' for it, or run where a CUDA device and CuPy exist."
+        )
+
+
+class Engine:
+    """What the nodes of one pipeline (or one eager call) share while they run, and the one
+    function that runs a node (``run_node``).
+
+    Args:
+        num_threads: size of the thread pool for per-sample work.
+        device_id: the CUDA device for GPU operators (``None``: no GPU wanted).
+        py_num_workers: worker processes for Python operators.
+        py_start_method: how they start (``None``: fork where safe; see ``augkit.workers``).
+    """
+
+    def __init__(
+        self,
+        num_threads: int,
+        device_id: int | None = None,
+        py_num_workers: int = 1,
+        py_start_method: str | None = None,
+    ) -> None:
+        backend.tune_allocator()
+        self.num_threads = num_threads
+        self.device_id = device_id
+        self.py_num_workers = py_num_workers
+        self._py_start_method = py_start_method
+        self._pool: ThreadPoolExecutor | None = None
+        self._workers: Any = None
+        self._lock = threading.Lock()
+        self.timings = Timings()
+        self.generation = 0  # cancel() counts up: iterations begun before it stop
+
+    # --- resources ----------------------------------------------------------------------------
+    def map(self, fn: Callable[[int], Any], n: int) -> list[Any]:
+        """``[fn(0), ..., fn(n-1)]`` over the pool; the lowest failing index's error is raised,
+        so that which error a batch reports does not depend on thread timing."""
+        if self.num_threads < 2 or n < 2:
+            return [fn(i) for i in range(n)]
+        pool = self._pool
+        if pool is None:
+            with self._lock:  # started on first use, and again after close()
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self.num_threads, "augkit")
+                pool = self._pool
+        futures = [pool.submit(fn, i) for i in range(n)]
+        errors = [f.exception() for f in futures]
+        for error in errors:
+            if error is not None:
+                raise error
+        return [f.result() for f in futures]
+
+    def workers(self) -> Any:
+        """The pool of ``py_num_workers`` worker processes for Python operators, started on
+        first use (with the default of 1, only operators given ``parallel="processes"`` use
+        it)."""
+        with self._lock:
+            if self._workers is None:
+                from augkit.workers import WorkerPool
+
+                self._workers = WorkerPool(max(self.py_num_workers, 1), self._py_start_method)
+            return self._workers
+
+    def context(
+        self,
+        iteration: int,
+        batch_size: int,
+        partial: bool = False,
+        notes: IterationNotes | None = None,
+    ) -> RunContext:
+        """What the operators of one iteration see."""
+        return RunContext(
+            iteration,
+            batch_size,
+            self.map,
+            self.device_id,
+            partial,
+            self.workers,
+            self.py_num_workers,
+            notes if notes is not None else IterationNotes(),
+        )
+
+    # --- running a node -------------------------------------------------------------------------
+    def run_node(
+        self,
+        node: OperatorNode,
+        impl: OperatorImpl,
+        ctx: RunContext,
+        inputs: Sequence[TensorList],
+        arg_inputs: dict[str, TensorList],
+        kinds: Sequence[Kind] = (),
+    ) -> list[TensorList]:
+        """Run ``impl`` (the operator of ``node``) on one iteration's batches.
+
+        Args:
+            ctx: the iteration (``context``).
+            inputs: one batch per input (none for a reader or a source).
+            arg_inputs: one batch of per-sample values per argument input.
+            kinds: the data kind of each output (generic where not given).
+
+        Raises:
+            OperatorError: the operator failed (an exception that is not augkit's is chained),
+                or an argument input's length does not fit the batch.
+        """
+        samples = len(inputs[0]) if inputs else ctx.batch_size
+        for key, batch in arg_inputs.items():
+            if len(batch) != samples:
+                raise OperatorError(
+                    f"argument '{key}' has {len(batch)} values, but the batch has {samples} "
+                    f"samples",
+                    operator=node.name,
+                )
+        start = time.perf_counter()
+        try:
+            outs = impl.run(ctx, inputs, arg_inputs)
+        except (AugkitError, StopIteration):
+            raise
+        except Exception as exc:
+            raise OperatorError(f"{type(exc).__name__}: {exc}", operator=node.name) from exc
+        self.timings.add(node.name, node.schema.name, time.perf_counter() - start)
+        if len(outs) != len(node.outputs):
+            raise OperatorError(
+                f"produced {len(outs)} outputs, expected {len(node.outputs)}", operator=node.name
+            )
+        for k, out in enumerate(outs):
+            kind = kinds[k] if k < len(kinds) else GENERIC
+            if out.kind is not kind and out.kind != kind:
+                outs[k] = out.with_kind(kind)
+        return outs
+
+    # --- stopping -------------------------------------------------------------------------------
+    def cancel(self) -> None:
+        """Abandon the iterations being computed (``run()`` was interrupted): work queued on
+        the thread pool is cancelled, the worker processes are stopped, and a computation
+        still running stops before its next operator. The next call starts afresh."""
+        self.generation += 1
+        self.close(wait=False)
+
+    def close(self, wait: bool = True) -> None:
+        """Stop the thread pool (waiting for its threads unless ``wait`` is false) and the
+        worker processes; both start again when next needed."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=wait, cancel_futures=True)
+        workers, self._workers = self._workers, None
+        if workers is not None:
+            workers.close()

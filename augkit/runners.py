@@ -1,0 +1,240 @@
+"""How a pipeline computes its batches: ``Pipeline.build()`` picks one runner, once, and the
+pipeline asks it for everything mode-specific; nothing else in ``Pipeline`` tests the mode.
+
+- ``GraphRunner``: the traced graph, one iteration at a time when ``run()`` asks
+  (``exec_async=False`` or ``exec_pipelined=False``, or a graph with an external source, whose
+  next input may depend on what the user did with the last output);
+- ``PrefetchRunner``: the traced graph with iterations computed ahead (``augkit.prefetch``);
+- ``DebugRunner`` (``augkit.debug``): the definition run eagerly on every ``run()``.
+
+Each gives a ``Delivery`` per batch: the outputs, every node's batch (what ``Pipeline.value()``
+and the viewer show) and the iteration's notes (the samples skipped while making it). Runners
+also own the readers' positions as the user sees them: after a ``KeyboardInterrupt`` the
+interrupted batch is computed again by the next ``run()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from augkit.core import Engine
+from augkit.errors import GraphError
+from augkit.executor import Executor
+from augkit.graph import DataNode, OperatorNode
+from augkit.operators.base import IterationNotes, SourceOperator
+from augkit.prefetch import Prefetcher
+from augkit.tensors import TensorList
+
+# Iteration numbers of rerun(): far from any run()'s, so their random draws are new.
+RERUN_ITERATIONS = 2**40
+
+
+@dataclass
+class Delivery:
+    """One batch as ``run()`` delivers it: the outputs, the batch of every node that ran, and
+    the iteration's notes."""
+
+    outputs: tuple[TensorList, ...]
+    values: dict[DataNode, TensorList]
+    notes: IterationNotes
+
+
+class GraphRunner:
+    """Runs the traced graph synchronously (see the module docstring).
+
+    Args:
+        engine: the pipeline's execution core.
+        outputs: the pipeline's outputs.
+        nodes: the nodes to run (``executor.collect``).
+        trace: every node of the definition, in creation order.
+        seed: the pipeline's seed.
+        batch_size: the pipeline's batch size.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        outputs: Sequence[DataNode],
+        nodes: list[OperatorNode],
+        trace: Sequence[OperatorNode],
+        seed: int,
+        batch_size: int,
+    ) -> None:
+        self.engine = engine
+        self.outputs = list(outputs)
+        self.executor = Executor(engine, nodes, trace, seed)
+        self.batch_size = batch_size
+        self.iteration = 0  # the next run()'s iteration
+        self.last_iteration = 0
+        self.last: dict[DataNode, TensorList] = {}
+        self._reruns = 0
+
+    # --- batches --------------------------------------------------------------------------------
+    def run(self, partial: bool, lead: str | None) -> Delivery:
+        before = (self.iteration, self.last_iteration)
+        states = self.executor.states()
+        iteration = self.iteration
+        # A batch that fails is lost (the next run() gives the next one), so the iteration
+        # number moves on first; an interrupted one is computed again.
+        self.iteration, self.last_iteration = iteration + 1, iteration
+        try:
+            values, notes = self.executor.run(iteration, self.batch_size, partial)
+        except KeyboardInterrupt:
+            self.iteration, self.last_iteration = before
+            self.executor.set_states(states)
+            self.engine.cancel()
+            raise
+        return self._deliver(values, notes)
+
+    def _deliver(self, values: dict[DataNode, TensorList], notes: IterationNotes) -> Delivery:
+        self.last = values
+        return Delivery(tuple(values[d] for d in self.outputs), values, notes)
+
+    # --- readers --------------------------------------------------------------------------------
+    def readers(self) -> dict[str, SourceOperator]:
+        return self.executor.readers()
+
+    def reader_state(self, name: str) -> Any:
+        """The position of reader ``name`` after the last batch the user got."""
+        return self.executor.readers()[name].get_state()
+
+    def rewind(self) -> None:
+        """Drop what was computed ahead (nothing, here)."""
+
+    def reset(self) -> None:
+        self.rewind()
+        for node in self.executor.producers:  # readers and external sources
+            self.executor.impls[node.id].reset()
+
+    def source(self, name: str) -> Any:
+        """The operator of the external source node ``name`` (for ``Pipeline.feed_input``)."""
+        return _source_named(
+            name, {n.name: self.executor.impls[n.id] for n in self.executor.producers}
+        )
+
+    def close(self, wait: bool = True) -> None:
+        self.rewind()
+        self.engine.close(wait)
+
+    # --- looking inside (the viewer) ------------------------------------------------------------
+    def nodes(self) -> dict[str, DataNode]:
+        return {d.name: d for node in self.executor.nodes for d in node.outputs}
+
+    def operators(self) -> list[OperatorNode]:
+        return list(self.executor.nodes)
+
+    def rerun(self, changed: Sequence[str] | None) -> tuple[TensorList, ...]:
+        """See ``Pipeline.rerun``."""
+        if not self.last:
+            raise GraphError("rerun() repeats the last batch: call run() first")
+        executor = self.executor
+        size = len(next(iter(self.last.values())))
+        if changed is None:
+            self._reruns += 1
+            self.last_iteration = RERUN_ITERATIONS + self._reruns
+            sources = {d: b for d, b in self.last.items() if d.source.schema.makes_batches}
+            values = executor.compute(self.last_iteration, size, sources)
+        else:
+            by_name = {n.name: n for n in executor.nodes}
+            missing = [name for name in changed if name not in by_name]
+            if missing:
+                raise GraphError(f"no operator named {missing} in this pipeline")
+            only = executor.downstream({by_name[name].id for name in changed})
+            values = executor.compute(self.last_iteration, size, self.last, None, only)
+        # The readers' batches (and their skip records) are the last run()'s: already reported.
+        self.last = values
+        return tuple(values[d] for d in self.outputs)
+
+    def set_function(self, name: str, function: Callable[..., Any]) -> None:
+        """See ``Pipeline.set_function``."""
+        self.rewind()
+        for node in self.executor.nodes:
+            if node.name == name:
+                impl = self.executor.impls[node.id]
+                if not hasattr(impl, "set_function"):
+                    raise GraphError(f"{name} is a {node.schema.class_name}, not a Python operator")
+                impl.set_function(function)
+                node.args = {**node.args, "function": function}
+                return
+        raise GraphError(f"no operator named {name!r} in this pipeline")
+
+
+def _source_named(name: str, producers: dict[str, Any]) -> Any:
+    impl = producers.get(name)
+    if impl is None or impl.schema.role != "source":
+        sources = [n for n, i in producers.items() if i.schema.role == "source"]
+        raise GraphError(
+            f"no external source named {name!r} in this pipeline (external sources: "
+            f"{', '.join(sources) or 'none'})"
+        )
+    return impl
+
+
+class PrefetchRunner(GraphRunner):
+    """Runs the traced graph with iterations computed ahead (``augkit.prefetch``).
+
+    Args:
+        depth: DALI's ``prefetch_queue_depth``.
+    """
+
+    def __init__(self, *args: Any, depth: int = 2, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.depth = depth
+        self._prefetcher: Prefetcher | None = None
+        self._consumed_states = self.executor.states()
+
+    def run(self, partial: bool, lead: str | None) -> Delivery:
+        before = (self.iteration, self.last_iteration, self._consumed_states)
+        try:
+            if self._prefetcher is not None and self._prefetcher.partial != partial:
+                self.rewind()
+            item = self._prefetcher.next() if self._prefetcher is not None else None
+            if item is None:  # not started, or it stopped (an epoch's end, a reader's error)
+                self.rewind()
+                self._prefetcher = Prefetcher(
+                    self.executor, self.iteration, self.batch_size, partial, self.depth, lead
+                )
+                item = self._prefetcher.next()
+                if item is None:
+                    raise GraphError("the prefetching thread stopped without a batch")
+            self.iteration = item.iteration + 1
+            self.last_iteration = item.iteration
+            self._consumed_states = item.states
+            values = item.result.result()
+        except KeyboardInterrupt:
+            # The stop button: this batch was not delivered, so it is not consumed; the
+            # batches in flight are abandoned and the next run() computes it again.
+            self.iteration, self.last_iteration, self._consumed_states = before
+            self.rewind(interrupted=True)
+            raise
+        return self._deliver(values, item.notes)
+
+    def reader_state(self, name: str) -> Any:
+        if self._prefetcher is not None:
+            return self._consumed_states[name]
+        return super().reader_state(name)
+
+    def rewind(self, interrupted: bool = False) -> None:
+        """Drop the batches computed ahead and put the readers back where the user is.
+        ``interrupted``: after a KeyboardInterrupt, the work in flight is abandoned rather than
+        waited for (a function that hangs on a thread would make the wait endless): queued
+        work is cancelled and the worker processes are stopped."""
+        if self._prefetcher is not None:
+            if interrupted:
+                self._prefetcher.cancel()
+            else:
+                self._prefetcher.close()
+            self._prefetcher = None
+            self.executor.set_states(self._consumed_states)
+        if interrupted:
+            self.engine.cancel()
+
+    def close(self, wait: bool = True) -> None:
+        if not wait:  # from a finalizer: never join a thread there
+            if self._prefetcher is not None:
+                self._prefetcher.close(wait=False)
+            self.engine.close(wait=False)
+            return
+        super().close()
