@@ -269,7 +269,7 @@ CASES: dict[str, OperatorCase] = {
 }
 
 # Every operator a user can call (``augkit.fn``, ``augkit.ops``, the plugin), in name order.
-PUBLIC = sorted(name for name, schema in REGISTRY.items() if schema.module != "internal")
+PUBLIC = sorted(name for name, schema in REGISTRY.items() if schema.public)
 
 
 def case(name: str) -> OperatorCase:

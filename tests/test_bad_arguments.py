@@ -29,7 +29,7 @@ from tests.operator_check import fn_operator
 from tests.test_debug import CASES
 
 IMAGES = pathlib.Path(__file__).resolve().parents[1] / "data" / "images"
-PUBLIC = [s for s in REGISTRY.values() if not s.name.startswith("_")]
+PUBLIC = [s for s in REGISTRY.values() if s.public]
 
 # What a converter's own message says when it names the values it takes (converters written in
 # an operator's module without ``described``: the reader's and the decoder's).

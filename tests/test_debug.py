@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import gc
 import pathlib
+import re
 import traceback
 import weakref
 from collections.abc import Callable
@@ -408,11 +409,19 @@ def _sometimes_broken(image: np.ndarray) -> np.ndarray:
     return image
 
 
+def _same(data: np.ndarray) -> np.ndarray:
+    return data
+
+
 @pipeline_def(batch_size=3, num_threads=2, device_id=None, seed=9, debug=True)
 def _failing(kind: str) -> Any:
     jpegs, _ = fn.readers.file(file_root=str(IMAGES))
+    if kind == "kind":
+        return fn.resize(jpegs, resize_x=10, resize_y=10)  # KIND-LINE
     if kind == "rank":
-        return fn.resize(jpegs, resize_x=10, resize_y=10)  # RANK-LINE
+        # A Python function's output is generic (its kind is not known): the kernel finds out.
+        data = fn.python_function(jpegs, function=_same)
+        return fn.resize(data, resize_x=10, resize_y=10)  # RANK-LINE
     images = fn.decoders.image(jpegs, output_type=types.RGB)
     if kind == "argument":
         return fn.rotate(images, angle=30, interp_type="nearest")  # ARGUMENT-LINE
@@ -465,6 +474,20 @@ def test_exception_in_a_user_function_points_at_both_lines_and_the_pipeline_goes
         _Switch.fail = True
 
 
+def test_a_wrong_kind_is_refused_at_the_users_line_as_at_build() -> None:
+    with pytest.raises(GraphError) as info:
+        _failing("kind").run()
+    message = str(info.value)
+    assert "input 0" in message and "kind encoded" in message and "kind image" in message
+    assert "decode them first with fn.decoders.image" in message
+    _ends_at(info.value, "# KIND" + "-LINE")
+    normal = _failing("kind", debug=False)
+    with pytest.raises(GraphError) as built:
+        normal.build()
+    # The same words (but the node numbers: each pipeline makes its own nodes).
+    assert re.sub(r"_\d+", "_N", str(built.value)) == re.sub(r"_\d+", "_N", message)
+
+
 def test_errors_do_not_break_the_pipeline() -> None:
     pipe = _failing("rank")
     for _ in range(2):
@@ -481,9 +504,9 @@ def test_profile_and_readers_keep_one_name_per_operator_across_runs() -> None:
     for _ in range(3):
         pipe.run()
     rows = {r["operator"]: r for r in pipe.profile().rows}
-    assert {r["kind"] for r in rows.values()} == {"readers.File", "decoders.Image"}
+    assert {r["op"] for r in rows.values()} == {"readers.file", "decoders.image"}
     assert all(r["calls"] == 3 for r in rows.values())
-    assert list(pipe.epoch_size()) == [n for n, r in rows.items() if r["kind"] == "readers.File"]
+    assert list(pipe.epoch_size()) == [n for n, r in rows.items() if r["op"] == "readers.file"]
 
 
 def test_debug_mode_needs_a_definition() -> None:

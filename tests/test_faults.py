@@ -308,7 +308,7 @@ def _eventually(check: Callable[[], Any], seconds: float = BOUND) -> Any:
 
 
 def _worker_pids(pipe: Pipeline) -> set[int]:
-    pool = pipe._executor._workers if pipe._executor is not None else None
+    pool = pipe._engine._workers if pipe._engine is not None else None
     return set(pool.worker_pids()) if pool is not None else set()
 
 

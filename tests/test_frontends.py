@@ -12,7 +12,7 @@ from augkit import fn, ops
 from augkit.graph import Operator
 from augkit.operators.registry import REGISTRY
 
-PUBLIC = [s for s in REGISTRY.values() if s.module != "internal"]
+PUBLIC = [s for s in REGISTRY.values() if s.public]
 
 
 def _lookup(root, dotted):

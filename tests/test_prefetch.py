@@ -148,4 +148,4 @@ def test_close_stops_background_threads_and_run_resumes(image_dir):
 def test_tutorial_style_sync_flags_still_work(image_dir):
     pipe = _make(image_dir, False)
     assert not pipe.exec_async and len(pipe.run()[0]) == 4
-    assert pipe._prefetcher is None
+    assert getattr(pipe._runner, "_prefetcher", None) is None

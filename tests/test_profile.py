@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from augkit import fn, pipeline_def, types
-from augkit.executor import Profile
+from augkit.core import Profile
 
 IMAGES = pathlib.Path(__file__).resolve().parents[1] / "data" / "images"
 MODES = [pytest.param(False, id="normal"), pytest.param(True, id="debug")]
-KEYS = {"operator", "kind", "last_ms", "mean_ms", "total_ms", "calls"}
+KEYS = {"operator", "op", "last_ms", "mean_ms", "total_ms", "calls"}
 
 
 def _slow(image: np.ndarray) -> np.ndarray:
@@ -51,13 +51,14 @@ def test_rows_for_every_operator_run_with_exact_call_counts(debug: bool) -> None
     assert named == expected
     arithmetic = [row for name, row in rows.items() if name.startswith("_Arithmetic")]
     assert len(arithmetic) == 1
-    kinds = {name: row["kind"] for name, row in rows.items()}
-    assert kinds["read"] == "readers.File" and kinds["decode"] == "decoders.Image"
-    assert kinds["slow"] == "PythonFunction" and kinds["factor"] == "random.Uniform"
+    # The registry's names of the operators (issue 11: not "pythonfunction" or a class name).
+    ops = {name: row["op"] for name, row in rows.items()}
+    assert ops["read"] == "readers.file" and ops["decode"] == "decoders.image"
+    assert ops["slow"] == "python_function" and ops["factor"] == "random.uniform"
     for row in profile.rows:
         assert set(row) == KEYS
         assert type(row) is dict
-        assert isinstance(row["operator"], str) and isinstance(row["kind"], str)
+        assert isinstance(row["operator"], str) and isinstance(row["op"], str)
         assert isinstance(row["calls"], int) and row["calls"] == 3, row
         for key in ("last_ms", "mean_ms", "total_ms"):
             assert isinstance(row[key], float) and row[key] >= 0
@@ -102,7 +103,7 @@ def test_debug_mode_names_operators_by_their_first_run() -> None:
         pipe.run()
     rows = pipe.profile().rows
     assert len(rows) == 2 and all(row["calls"] == 4 for row in rows)
-    assert {row["kind"] for row in rows} == {"random.Uniform", "random.CoinFlip"}
+    assert {row["op"] for row in rows} == {"random.uniform", "random.coin_flip"}
 
 
 def test_before_any_run_the_profile_is_empty() -> None:
@@ -118,12 +119,12 @@ def test_repr_is_a_table_and_html_a_table(debug: bool) -> None:
     pipe.run()
     profile = pipe.profile()
     text = repr(profile).splitlines()
-    assert text[0].split() == ["operator", "kind", "last", "ms", "mean", "ms", "calls"]
+    assert text[0].split() == ["operator", "op", "last", "ms", "mean", "ms", "calls"]
     assert set(text[1]) == {"-"}
     assert len(text) == 2 + len(profile.rows)
     for line, row in zip(text[2:], profile.rows, strict=True):
         cells = line.split()
-        assert cells[0] == row["operator"] and cells[1] == row["kind"]
+        assert cells[0] == row["operator"] and cells[1] == row["op"]
         assert float(cells[2]) == pytest.approx(row["last_ms"], abs=0.006)
         assert float(cells[3]) == pytest.approx(row["mean_ms"], abs=0.006)
         assert int(cells[4]) == row["calls"] == 2

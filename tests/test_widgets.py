@@ -83,8 +83,10 @@ def wait_for_prefetched(pipe: Pipeline, timeout: float = 30.0) -> None:
     ahead (``prefetch_queue_depth``): what a change of function must not let through."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        queue = list(pipe._prefetcher._queue)
-        if len(queue) == pipe.prefetch_queue_depth and all(i.result.done() for i in queue):
+        # DALI's rule: prefetch_queue_depth - 1 batches ahead of the last run() (augkit.prefetch)
+        queue = list(pipe._runner._prefetcher._queue)
+        ahead = pipe.prefetch_queue_depth - 1
+        if len(queue) == ahead and all(i.result.done() for i in queue):
             return
         time.sleep(0.01)
     raise AssertionError("the prefetching thread computed nothing ahead")
@@ -232,7 +234,7 @@ def test_timings_table_lists_every_operator(viewer, pipe):
     viewer.next_button.click()
     for name in ("reader", "decode", "resize", "angle", "rotate", "edit"):
         assert f"<td>{name}</td>" in viewer.timings.value
-    assert "<td>decoders.Image</td>" in viewer.timings.value
+    assert "<td>decoders.image</td>" in viewer.timings.value
 
 
 # --- node picker -------------------------------------------------------------------------------

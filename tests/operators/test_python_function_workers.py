@@ -146,7 +146,7 @@ def test_killed_worker_gives_an_error_and_the_next_run_works(image_dir, monkeypa
 def test_nothing_left_after_the_pipeline_is_gone(image_dir):
     pipe = _pipeline(image_dir, noisy_sum, 2)
     pipe.run()
-    pids = pipe._executor.workers().worker_pids()
+    pids = pipe._engine.workers().worker_pids()
     assert pids and all(_alive(pid) for pid in pids)
     del pipe
     gc.collect()
@@ -179,7 +179,7 @@ def _alive(pid: int) -> bool:
 def test_pipeline_without_workers_starts_no_process(image_dir):
     pipe = _pipeline(image_dir, noisy_sum, 1)
     pipe.run()
-    assert pipe._executor._workers is None
+    assert pipe._engine._workers is None
 
 
 def test_default_pipeline_argument(image_dir):

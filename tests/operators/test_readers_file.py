@@ -176,7 +176,10 @@ def test_threads_do_not_change_the_batch(image_dir):
     ("args", "message"),
     [
         ({"file_root": "{tmp}/missing"}, "file_root '{tmp}/missing' does not exist"),
-        ({"file_root": "{tmp}/empty"}, "No files found in {tmp}/empty matching ['*.jpg'"),
+        (
+            {"file_root": "{tmp}/empty"},
+            "No files found in {tmp}/empty: its 1 subfolder(s) hold no files matching ['*.jpg'",
+        ),
         ({"file_list": "{tmp}/nolist.txt"}, "file_list '{tmp}/nolist.txt' does not exist"),
         ({"file_list": "{tmp}/bad.txt"}, 'list file "{tmp}/bad.txt", line 3'),
         ({"files": ["a.jpg"], "file_list": "{tmp}/bad.txt"}, "'files' or 'file_list', but not"),
