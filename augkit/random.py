@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import random
 import secrets
 import sys
@@ -49,8 +50,6 @@ _EPOCH = 2**64 - 2  # the counter word used for per-epoch streams (reader shuffl
 BATCH_ID = 2**32 - 1
 """The sample id of a whole batch's stream (for functions called once per batch)."""
 
-_M0 = np.uint64(0xD2511F53)
-_M1 = np.uint64(0xCD9E8D57)
 _W0 = 0x9E3779B9
 _W1 = 0xBB67AE85
 _LOW32 = np.uint64(0xFFFFFFFF)
@@ -79,28 +78,37 @@ def stream_key(op_seed: int, shard: int = 0) -> int:
     return int(state[0])
 
 
+@functools.lru_cache(maxsize=256)
+def _key_schedule(key: int) -> np.ndarray:
+    """The round keys of Philox4x32-10 for a 64-bit ``key``: (10, 2, 1) uint64."""
+    k0, k1 = key & 0xFFFFFFFF, (key >> 32) & 0xFFFFFFFF
+    return np.array(
+        [[[(k0 + r * _W0) & 0xFFFFFFFF], [(k1 + r * _W1) & 0xFFFFFFFF]] for r in range(10)],
+        np.uint64,
+    )
+
+
 def philox(key: int, counters: np.ndarray) -> np.ndarray:
     """Philox4x32-10 of each counter: ``counters`` is (4, N) uint64 holding 32-bit words, the
     result is (4, N) uint64 holding the 32-bit output words (Random123's ``philox4x32_10``).
 
     Example:
         >>> philox(0, np.zeros((4, 1), np.uint64))[:, 0].tolist() == [
-        ...     0x6627E8D5,
-        ...     0xE169C58D,
-        ...     0xBC57AC4C,
-        ...     0x9B00DBD8,
-        ... ]
+        ...     0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
         True
     """
-    k0, k1 = key & 0xFFFFFFFF, (key >> 32) & 0xFFFFFFFF
+    keys = _key_schedule(key)
     even = counters[0::2].astype(np.uint64)  # x0, x2
     odd = counters[1::2].astype(np.uint64)  # x1, x3
+    products = np.empty_like(even)
+    high = np.empty_like(even)
     for r in range(10):
-        products = _MULTIPLIERS * even  # M0 * x0, M1 * x2: below 2**64
-        keys = np.array([[(k0 + r * _W0) & 0xFFFFFFFF], [(k1 + r * _W1) & 0xFFFFFFFF]], np.uint64)
         # x0' = hi(M1 x2) ^ x1 ^ k0, x2' = hi(M0 x0) ^ x3 ^ k1, x1' = lo(M1 x2), x3' = lo(M0 x0)
-        even = (products[::-1] >> _32) ^ odd ^ keys
-        odd = products[::-1] & _LOW32
+        np.multiply(_MULTIPLIERS, even, out=products)  # M0 * x0, M1 * x2: below 2**64
+        np.right_shift(products[::-1], _32, out=high)
+        np.bitwise_xor(high, odd, out=even)
+        np.bitwise_xor(even, keys[r], out=even)
+        np.bitwise_and(products[::-1], _LOW32, out=odd)
     out = np.empty((4, even.shape[1]), np.uint64)
     out[0::2] = even
     out[1::2] = odd
