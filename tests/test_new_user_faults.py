@@ -271,3 +271,27 @@ def test_python_function_outputs_are_generic_unless_the_user_says():
     assert kinds == ["generic", "image", "image", "mask"]
     with pytest.raises(ArgumentError, match="kind has 2 entries, but num_outputs is 3"):
         fn.python_function(x, function=lambda a: a, num_outputs=3, kind=["image", "mask"])
+
+
+def test_to_torch_shares_a_dense_batch_and_copies_separate_samples():
+    """``to_torch`` said it shared memory where possible, and always copied."""
+    from augkit.plugin.pytorch import to_torch
+
+    image = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
+    pipe = Pipeline(batch_size=4, num_threads=1, device_id=None, seed=1)
+    with pipe:
+        values = fn.random.uniform(shape=[3])
+        images = fn.external_source(source=lambda: [image] * 4, layout="HWC")
+        pipe.set_outputs(values, values * 2, images)
+    values, doubled, images = pipe.run()
+    for batch in (values, doubled):  # one array, made by a batch kernel: shared
+        tensor = to_torch(batch)
+        assert tensor.data_ptr() == batch._dense.ctypes.data
+        np.testing.assert_array_equal(tensor.numpy(), batch.as_array())
+    sample = to_torch(images[1])  # one sample: shared
+    assert sample.data_ptr() == images._samples[1].ctypes.data
+    stacked = to_torch(images)  # separate samples: a new, writable stack
+    assert stacked.shape == (4, 2, 3, 3)
+    assert all(stacked.data_ptr() != s.ctypes.data for s in images._samples)
+    stacked[0] += 1  # the caller's own copy
+    np.testing.assert_array_equal(images.at(0), image)

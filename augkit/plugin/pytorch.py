@@ -16,6 +16,7 @@ import types as pytypes
 from typing import Any
 
 import torch
+import torch.utils.dlpack
 
 import augkit.operators  # noqa: F401  (fills the registry)
 from augkit import backend
@@ -29,17 +30,33 @@ populate_ops(sys.modules[__name__], "plugin.pytorch")
 
 
 def to_torch(batch: TensorList | Tensor, device: str | None = None) -> Any:
-    """A batch (dense) or a sample as a torch tensor, sharing memory where possible.
+    """A batch (dense) or a sample as a torch tensor: shared with the pipeline where the data
+    is one array already, copied otherwise.
+
+    - Shared (zero-copy): a sample (``batch[i]``), and a batch that an operator made as one
+      array (random values, casts, flips and arithmetic of such batches, an external source
+      fed one array, a batch-mode Python function returning one array: ``TensorList``'s
+      ``from_array``). The pipeline's arrays are read-only and torch has no read-only tensors:
+      **do not write into a shared tensor** (it would change the pipeline's data; ``.clone()``
+      first). They travel as DLPack 1.0 capsules, which carry the read-only flag.
+    - Copied: a batch whose samples are separate arrays (decoded and resized images: each
+      sample was made on its own), stacked into a new, writable tensor.
+    ``device="cuda"`` then moves the tensor (a copy).
 
     Raises:
         RaggedBatchError: a batch whose samples differ in shape (use ``[to_torch(t) for t in
             batch]`` instead).
     """
-    data = batch.as_tensor()._data if isinstance(batch, TensorList) else batch._data
+    if isinstance(batch, TensorList):
+        data = batch._dense if batch._dense is not None else batch.as_tensor()._data
+    else:
+        data = batch._data
     if backend.is_gpu_array(data):
         tensor = torch.from_dlpack(data)
+    elif data.flags.writeable:
+        tensor = torch.from_numpy(data)  # a stack made just now: the caller's alone
     else:
-        tensor = torch.from_numpy(data.copy() if not data.flags.writeable else data)
+        tensor = torch.utils.dlpack.from_dlpack(data.__dlpack__(max_version=(1, 0)))
     return tensor.to(device) if device is not None else tensor
 
 
