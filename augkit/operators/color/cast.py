@@ -27,13 +27,15 @@ Traps, and what this module does about them:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from augkit import backend
-from augkit.operators.base import SampleOperator
+from augkit.operators.base import SampleOperator, dense_batch
 from augkit.operators.registry import REQUIRED, Arg, OperatorSchema, keeps_kind, register, to_dtype
+from augkit.tensors import TensorList
 
 
 def round_half_away(x: Any, xp: Any = np) -> Any:
@@ -97,12 +99,20 @@ def convert_sat(x: Any, dtype: Any, xp: Any = None) -> Any:
 
 
 class Cast(SampleOperator):
-    """Every element converted to ``dtype`` with ``convert_sat``."""
+    """Every element converted to ``dtype`` with ``convert_sat``; a dense batch at once."""
 
     def cpu(self, sample: Any, *, dtype: Any, **_: Any) -> Any:
         return convert_sat(sample, dtype.numpy)
 
     gpu = cpu
+
+    def cpu_batch(
+        self, ctx: Any, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList] | None:
+        dense = dense_batch(inputs)
+        if dense is None:
+            return None
+        return [self.dense_output(convert_sat(dense, self.args["dtype"].numpy), inputs)]
 
 
 register(

@@ -11,13 +11,19 @@ Decisions and traps:
 - ``depthwise`` on a layout without D does nothing: DALI treats such an input as depth 1.
 - ``np.flip`` returns a view with negative strides; the kernel returns a contiguous copy, so the
   graph never holds views into another operator's output on the GPU either.
+- A dense batch (one array: random values, a cast of them...) is flipped by the batch kernel,
+  one NumPy call per distinct set of flags, with the same result as per sample.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from augkit import backend
+from augkit.operators.base import dense_batch, per_sample_column
 from augkit.operators.layouts import ANY_IMAGE, ImageOperator
 from augkit.operators.registry import (
     Arg,
@@ -28,6 +34,7 @@ from augkit.operators.registry import (
     to_bool,
     to_int,
 )
+from augkit.tensors import TensorList
 
 _to_int = to_int()
 
@@ -65,6 +72,32 @@ class Flip(ImageOperator):
         return xp.ascontiguousarray(xp.flip(sample, axis=axes))
 
     gpu = cpu
+
+    def cpu_batch(
+        self, ctx: Any, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList] | None:
+        """A dense batch (random values, a cast...): the samples that one set of flags
+        selects are flipped together, in one NumPy call per set."""
+        dense = dense_batch(inputs)
+        if dense is None or not isinstance(dense, np.ndarray):
+            return None
+        n = len(dense)
+        layout = self.batch_args(inputs)["layout"]
+        wanted = []  # per flag: one bool per sample
+        for key, axis in (("horizontal", "W"), ("vertical", "H"), ("depthwise", "D")):
+            column = per_sample_column(self, arg_inputs, key, n)
+            on = column.astype(bool) if column is not None else np.full(n, bool(self.args[key]))
+            wanted.append(on if axis in layout else np.zeros(n, bool))
+        # The batch axis comes first: a sample's axis k is the batch's axis k + 1.
+        batch_axes = [layout.index(a) + 1 if a in layout else -1 for a in "WHD"]
+        choices = np.stack(wanted, axis=1)  # (n, 3)
+        out = np.array(dense)
+        for choice in np.unique(choices, axis=0):
+            axes = tuple(axis for axis, on in zip(batch_axes, choice, strict=True) if on)
+            if axes:
+                rows = np.flatnonzero((choices == choice).all(axis=1))
+                out[rows] = np.flip(dense[rows], axis=axes)
+        return [self.dense_output(out, inputs)]
 
 
 register(
