@@ -1,8 +1,23 @@
 """Compose images into one picture with Pillow (no matplotlib): what a TensorList shows in a
 notebook, and the fast path of ``augkit.viz`` and the viewer.
 
-Pixels are shown as they are for uint8 (and bool masks, as 0/255) and for floats in [0, 1]; any
+Pixels are shown as they are for uint8 (and bool, as 0/255) and for floats in [0, 1]; any
 other range is rescaled to [0, 255] per image, and the image's caption says so.
+
+Decisions and traps:
+
+- What is drawn follows the batch's data kind (``batch.kind``, ``augkit.kinds``), not its
+  shape: ``image`` and ``mask`` are drawn; ``labels``, ``encoded``, ``boxes``, ``keypoints``,
+  ``polygons`` and ``vertices`` never are, whatever their shape (a batch of 3 labels of shape
+  (1, 3) is not a row of pixels; ``not_drawn`` says why and what to do instead). Only a
+  ``generic`` batch (a Python function's output, unless it said ``kind=`` or gave an image
+  layout) is still judged by its shape (``image_layout``), since a function may return images
+  without saying so; a generic bool batch is taken for flags, not drawn.
+- A mask is a label map, so its values are classes, not brightness: class 0 is black, class 1
+  white, classes 2 to 11 ten distinct colours (matplotlib's "tab10"), and the colours repeat
+  from class 12 on (never black again); a bool mask is classes 0 and 1. Drawn as a uint8
+  image, classes 1, 2, 3 would all look black. A mask with several channels, or with values
+  that are not whole numbers (a soft mask), is drawn as an image would be.
 
 Example:
     >>> import numpy as np
@@ -25,10 +40,41 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from augkit import backend
+from augkit import backend, kinds
+from augkit.kinds import Kind
 
 _IMAGE_LAYOUTS = ("HWC", "CHW", "HW")
 _CHANNELS = (1, 3, 4)
+
+DRAWN_KINDS = frozenset({"image", "mask"})
+"""The kinds drawn as pixels (when their samples have an image's shape)."""
+NOT_DRAWN_KINDS = frozenset({"labels", "encoded", "boxes", "keypoints", "polygons", "vertices"})
+"""The kinds never drawn as pixels, whatever their shape: shown as values instead."""
+
+# Class 0 black, class 1 white, then matplotlib's tab10 (see the module docstring).
+_MASK_COLOURS = np.array(
+    [
+        (0, 0, 0),
+        (255, 255, 255),
+        (31, 119, 180),
+        (255, 127, 14),
+        (44, 160, 44),
+        (214, 39, 40),
+        (148, 103, 189),
+        (140, 86, 75),
+        (227, 119, 194),
+        (127, 127, 127),
+        (188, 189, 34),
+        (23, 190, 207),
+    ],
+    np.uint8,
+)
+_NOT_DRAWN = {
+    "labels": "labels are class numbers, not pixels; pass them as labels= to title each image "
+    "with its label",
+    "encoded": "encoded samples are a file's bytes, not pixels; decode them first "
+    "(fn.decoders.image)",
+}
 
 
 def image_layout(shape: Sequence[int], layout: str = "") -> str | None:
@@ -53,22 +99,64 @@ def image_layout(shape: Sequence[int], layout: str = "") -> str | None:
     return layout if shape[layout.index("C")] in _CHANNELS else None
 
 
+def kind_of(batch: Any) -> Kind:
+    """The data kind of ``batch``: its ``kind`` (a TensorList's), else generic (an array, a
+    list, a sample)."""
+    kind = getattr(batch, "kind", None)
+    return kind if isinstance(kind, Kind) else kinds.GENERIC
+
+
+def not_drawn(kind: Kind) -> str | None:
+    """Why a batch of ``kind`` is never drawn as pixels, and what to do instead; ``None`` for
+    the kinds that may be drawn (image, mask, generic).
+
+    Example:
+        >>> not_drawn(kinds.ENCODED)
+        "encoded samples are a file's bytes, not pixels; decode them first (fn.decoders.image)"
+        >>> not_drawn(kinds.IMAGE) is None
+        True
+    """
+    if kind.name not in NOT_DRAWN_KINDS:
+        return None
+    return _NOT_DRAWN.get(kind.name) or (
+        f"{kind.name} are coordinates, not pixels; draw the images they belong to (the values "
+        f"are in the batch: batch.at(i))"
+    )
+
+
 def looks_like_images(batch: Any) -> bool:
-    """True when every sample of ``batch`` (a TensorList) can be drawn as an image."""
-    if len(batch) == 0 or batch.dtype.name == "BOOL":
+    """True when ``batch`` (a TensorList) is drawn as images: its kind is image or mask, or
+    generic and not bool (see the module docstring), and every sample has an image's shape
+    (``image_layout``)."""
+    kind = kind_of(batch)
+    if len(batch) == 0 or kind.name in NOT_DRAWN_KINDS:
+        return False
+    if kind.is_generic and batch.dtype.name == "BOOL":
         return False
     return all(image_layout(s, batch.layout()) for s in batch.shape())
 
 
-def to_display(sample: Any, layout: str = "HWC") -> tuple[np.ndarray, tuple[float, float] | None]:
+def to_display(
+    sample: Any, layout: str = "HWC", kind: Kind | str = kinds.IMAGE
+) -> tuple[np.ndarray, tuple[float, float] | None]:
     """``(pixels, value_range)`` for one image sample of the given layout: ``pixels`` is uint8
     HW (grayscale) or HWC with 3 or 4 channels; ``value_range`` is the sample's ``(min, max)``
-    when it was rescaled to [0, 255], ``None`` when its values are shown as they are."""
+    when it was rescaled to [0, 255], ``None`` when its values are shown as they are. A sample
+    of kind mask is coloured by class (see the module docstring).
+
+    Example:
+        >>> to_display(np.array([[0, 1], [2, 14]], np.uint8), "HW", "mask")[0].tolist()
+        [[[0, 0, 0], [255, 255, 255]], [[31, 119, 180], [255, 127, 14]]]
+    """
     image = backend.to_cpu(sample)
     if layout == "CHW":
         image = np.moveaxis(image, 0, -1)
     if image.ndim == 3 and image.shape[-1] == 1:
         image = image[..., 0]
+    if kinds.parse(kind).name == "mask":
+        coloured = _mask_colours(image)
+        if coloured is not None:
+            return coloured, None
     if image.dtype == np.uint8:
         return image, None
     if image.dtype == np.bool_:
@@ -85,6 +173,30 @@ def to_display(sample: Any, layout: str = "HWC") -> tuple[np.ndarray, tuple[floa
     # NaN and infinities are drawn black instead of being cast to arbitrary bytes.
     pixels = np.where(finite, np.round(scaled), 0.0).astype(np.uint8)
     return pixels, value_range
+
+
+def _mask_colours(mask: np.ndarray) -> np.ndarray | None:
+    """An HW label map as HWC colours, one per class; ``None`` for what is not one (several
+    channels, values that are not whole numbers)."""
+    if mask.ndim != 2:
+        return None
+    if mask.dtype.kind == "f":
+        if not (np.isfinite(mask).all() and (mask == np.round(mask)).all()):
+            return None
+    elif mask.dtype.kind not in "biu":
+        return None
+    classes = mask.astype(np.int64)
+    others = len(_MASK_COLOURS) - 1  # the colours that repeat: all but black
+    return _MASK_COLOURS[np.where(classes == 0, 0, 1 + (classes - 1) % others)]
+
+
+def label_text(value: Any) -> str:
+    """A label as a title shows it: a string as it is, numbers joined by ", " (``[3]`` is
+    ``"3"``, ``[0.5, 2]`` is ``"0.5, 2"``)."""
+    if isinstance(value, str):
+        return value
+    items = np.asarray(backend.to_cpu(value)).ravel().tolist()
+    return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in items)
 
 
 def caption(text: str, value_range: tuple[float, float] | None) -> str:
@@ -155,9 +267,10 @@ def render(batch: Any, columns: int | None = None, tile: int = 256, pad: int = 4
     """One RGB picture of the images of ``batch`` (a TensorList; see ``looks_like_images``),
     each under its ``source_info`` and, if it was rescaled, its original range."""
     images, titles = [], []
+    kind = kind_of(batch)
     for index, sample in enumerate(batch):
         pixels, value_range = to_display(
-            np.asarray(sample), image_layout(sample.shape(), batch.layout())
+            np.asarray(sample), image_layout(sample.shape(), batch.layout()), kind
         )
         images.append(pixels)
         titles.append(caption(batch.source_info(index), value_range))

@@ -18,6 +18,15 @@ sample's ``source_info`` (the file it was read from) and its label, when ``label
 Several batches are laid side by side per sample, one column each: row ``i`` holds ``a[i]``,
 ``b[i]``, ... (a before/after comparison in one call).
 
+Decisions and traps:
+
+- Whether a batch is drawn follows its data kind (``batch.kind``; ``augkit.grid``): image and
+  mask batches are drawn (a mask coloured by class: 0 black, 1 white, then ten colours); a
+  batch of labels, encoded bytes, boxes, keypoints, polygons or vertices is refused with an
+  error that names its kind and says what to do (``show_images(images, labels)`` is a slip
+  for ``show_images(images, labels=labels)``: the message says so). Arrays, lists, torch
+  tensors and generic batches (a Python function's output) carry no kind: their shape decides.
+
 Example:
     >>> import numpy as np
     >>> from augkit import TensorList, viz
@@ -41,7 +50,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from augkit import backend, grid
+from augkit.errors import ArgumentError
 from augkit.graph import DataNode
+from augkit.kinds import GENERIC, Kind
 from augkit.tensors import Tensor, TensorList
 
 if TYPE_CHECKING:
@@ -71,7 +82,8 @@ def render_grid(
     Args:
         *batches: one or more batches: a TensorList, a debug-mode node (``node.get()``), a
             NumPy array or torch tensor whose first axis is the batch, or a list of arrays.
-            Several batches are laid side by side, one column each.
+            Several batches are laid side by side, one column each. A TensorList of a kind that
+            is not pixels (labels, encoded, boxes, ...) is refused.
         columns: tiles per row; default: up to 4 for one batch, the number of batches for
             several.
         titles: one title per tile, in drawing order (row by row), instead of the defaults
@@ -87,6 +99,11 @@ def render_grid(
         A picture ``columns * (tile + 4) + 4`` pixels wide and
         ``rows * (title_height + tile + 4) + 4`` high, ``title_height`` being
         ``augkit.grid.title_height(tile)`` when some title is not empty, else 0.
+
+    Raises:
+        ArgumentError: a batch's kind is not drawn as pixels (the message names the kind and
+            what to do instead).
+        ValueError: a sample is not an image (its shape), or the batches or titles do not match.
 
     Example:
         >>> import numpy as np
@@ -209,6 +226,7 @@ class _Batch(NamedTuple):
     samples: list[np.ndarray]  # on the host
     layout: str  # "" when unknown
     sources: list[str]
+    kind: Kind = GENERIC
 
 
 def _panels(
@@ -222,6 +240,11 @@ def _panels(
     if not batches:
         raise TypeError("give at least one batch of images to show")
     loaded = [_as_batch(b, layout) for b in batches]
+    for k, batch in enumerate(loaded):
+        reason = grid.not_drawn(batch.kind)
+        if reason is not None:
+            which = f"batch {k}" if len(loaded) > 1 else "the batch"
+            raise ArgumentError(f"{which} is of kind {batch.kind}, which is not drawn: {reason}")
     sizes = [len(b.samples) for b in loaded]
     if len(set(sizes)) > 1:
         raise ValueError(f"batches laid side by side need the same number of samples, got {sizes}")
@@ -235,11 +258,11 @@ def _panels(
             if sample_layout is None:
                 which = f"sample {i}" + (f" of batch {k}" if len(loaded) > 1 else "")
                 raise ValueError(
-                    f"{which} is not an image: shape {sample.shape}, layout {batch.layout!r} "
-                    f"(images are HWC or CHW with 1, 3 or 4 channels, or HW, none of size 0; "
-                    f"pass layout= if the guess from the shape is wrong)"
+                    f"{which} is not an image: shape {sample.shape}, layout {batch.layout!r}, "
+                    f"kind {batch.kind} (images are HWC or CHW with 1, 3 or 4 channels, or HW, "
+                    f"none of size 0; pass layout= if the guess from the shape is wrong)"
                 )
-            pixels, value_range = grid.to_display(sample, sample_layout)
+            pixels, value_range = grid.to_display(sample, sample_layout, batch.kind)
             images.append(pixels)
             ranges.append(value_range)
             defaults.append(" · ".join(t for t in (batch.sources[i], label_texts[i]) if t))
@@ -260,7 +283,7 @@ def _as_batch(value: Any, layout: str | None) -> _Batch:
         value = value.get()
     if isinstance(value, TensorList):
         samples = [np.asarray(t) for t in value]
-        return _Batch(samples, layout or value.layout(), value.source_info())
+        return _Batch(samples, layout or value.layout(), value.source_info(), value.kind)
     if isinstance(value, Tensor) and not value.layout().startswith("N"):
         return _Batch([np.asarray(value)], layout or value.layout(), [value.source_info()])
     if isinstance(value, (list, tuple)):
@@ -297,14 +320,7 @@ def _label_texts(labels: Any, count: int) -> list[str]:
         values = labels if isinstance(labels, (list, tuple)) else list(_to_host(labels))
     if len(values) < count:
         raise ValueError(f"labels has {len(values)} entries for {count} samples shown")
-    return [_label_text(v) for v in values[:count]]
-
-
-def _label_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    items = np.asarray(_to_host(value)).ravel().tolist()
-    return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in items)
+    return [grid.label_text(v if isinstance(v, str) else _to_host(v)) for v in values[:count]]
 
 
 # --- matplotlib -------------------------------------------------------------------------------

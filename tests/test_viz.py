@@ -18,8 +18,8 @@ import pytest
 from matplotlib import gridspec
 from PIL import Image
 
-from augkit import TensorList, fn, grid, pipeline_def, viz
-from augkit.errors import GraphError
+from augkit import TensorList, fn, grid, kinds, pipeline_def, viz
+from augkit.errors import ArgumentError, GraphError
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAD = 4  # pixels around each tile
@@ -201,9 +201,11 @@ def test_debug_node_and_labels_node_are_accepted(image_dir):
 
     pipe().run()
     images, small, labels = nodes[0]
+    assert labels.get().kind == kinds.LABELS
     figure = viz.image_grid(images, small, labels=labels)
     assert len(figure.axes) == 6
     assert titles_of(figure)[:2] == ["animals/chelsea_cat.jpg · 0"] * 2
+    assert titles_of(viz.show_images(images, labels=labels))[:1] == ["animals/chelsea_cat.jpg · 0"]
     np.testing.assert_array_equal(shown_arrays(figure)[1], small.get().at(0))
     png = viz.image_grid_png(small, tile=40)
     assert png_pixels(png).shape[1] == 3 * (40 + PAD) + PAD
@@ -246,6 +248,74 @@ def test_one_image_given_as_an_array_is_refused_with_a_hint():
 def test_a_sample_that_is_not_an_image_is_named():
     with pytest.raises(ValueError, match=r"sample 1 of batch 1 is not an image: shape \(5,\)"):
         viz.image_grid([photo_like(0)] * 2, [photo_like(0), np.zeros(5)])
+
+
+# --- what is drawn: by the batch's kind ---------------------------------------------------------
+def test_labels_passed_as_a_batch_of_images_are_refused_with_a_hint():
+    images = TensorList([photo_like(0), photo_like(1)], "HWC", ["a.jpg", "b.jpg"], kind=kinds.IMAGE)
+    labels = TensorList([np.array([3], np.int32), np.array([1], np.int32)], kind=kinds.LABELS)
+    assert titles_of(viz.show_images(images, labels=labels)) == ["a.jpg · 3", "b.jpg · 1"]
+    with pytest.raises(ArgumentError, match=r"batch 1 is of kind labels, .*pass them as labels="):
+        viz.show_images(images, labels)
+    with pytest.raises(ArgumentError, match=r"^the batch is of kind labels"):
+        viz.image_grid_png(labels)
+
+
+NOT_PIXELS = {
+    "boxes": r"boxes are coordinates, not pixels; draw the images they belong to",
+    "keypoints": r"keypoints are coordinates",
+    "polygons": r"polygons are coordinates",
+    "vertices": r"vertices are coordinates",
+    "encoded": r"a file's bytes, not pixels; decode them first \(fn.decoders.image\)",
+}
+
+
+@pytest.mark.parametrize("name", list(NOT_PIXELS))
+def test_kinds_that_are_not_pixels_are_never_drawn_whatever_their_shape(name):
+    """4 x 4 values of a kind that is not pixels: as generic values, a gray 4 x 4 picture."""
+    values = [np.full((4, 4), 100, np.uint8)] * 2
+    assert png_pixels(viz.image_grid_png(TensorList(values), tile=4)).shape == (12, 20, 3)
+    batch = TensorList(values, kind=kinds.parse(name))
+    for draw in (viz.image_grid, viz.image_grid_png, viz.show_images, viz.render_grid):
+        with pytest.raises(ArgumentError, match=rf"kind {name}\b.*{NOT_PIXELS[name]}"):
+            draw(batch)
+    assert batch._repr_png_() is None and not grid.looks_like_images(batch)
+    assert TensorList(values)._repr_png_() is not None  # generic: by its shape, as before
+
+
+def test_a_mask_is_coloured_by_class():
+    classes = np.array([[0, 1], [2, 13]], np.uint8)  # 13: the colours repeat from class 12
+    mask = TensorList([np.kron(classes, np.ones((8, 8), np.uint8))], kind=kinds.MASK)
+    blue = (31, 119, 180)  # class 2, and 13
+    expected = {(0, 0): (0, 0, 0), (0, 1): (255, 255, 255), (1, 0): blue, (1, 1): blue}
+    pixels = tile_at(png_pixels(viz.image_grid_png(mask, tile=16)), 0, 0, 16)
+    for (row, column), colour in expected.items():
+        assert tuple(pixels[row * 8 + 4, column * 8 + 4]) == colour
+    np.testing.assert_array_equal(
+        png_pixels(mask._repr_png_()), np.asarray(viz.render_grid(mask, tile=256))
+    )
+    shown = shown_arrays(viz.image_grid(mask))[0]
+    assert tuple(shown[12, 12]) == blue and tuple(shown[4, 12]) == (255, 255, 255)
+    # As a uint8 image, classes 0, 1, 2 are all but black; a bool mask is classes 0 and 1.
+    gray = tile_at(png_pixels(viz.image_grid_png(TensorList(mask.as_array()), tile=16)), 0, 0, 16)
+    assert gray.max() == 13
+    flags = TensorList([classes.astype(bool)], kind=kinds.MASK)
+    drawn = tile_at(png_pixels(viz.image_grid_png(flags, tile=2)), 0, 0, 2)
+    assert drawn[0].tolist() == [[0, 0, 0], [255, 255, 255]]
+
+
+def test_a_soft_mask_is_drawn_as_an_image():
+    soft = np.linspace(0, 1, 16, dtype=np.float32).reshape(4, 4)
+    as_mask = viz.image_grid_png(TensorList([soft], kind=kinds.MASK), tile=4)
+    np.testing.assert_array_equal(
+        png_pixels(as_mask), png_pixels(viz.image_grid_png([soft], tile=4))
+    )
+
+
+def test_bool_batches_are_drawn_when_their_kind_says_pixels():
+    flags = [np.eye(4, dtype=bool)]
+    assert TensorList(flags)._repr_png_() is None  # generic bool: flags, not pixels
+    assert TensorList(flags, kind=kinds.IMAGE)._repr_png_() is not None
 
 
 def test_columns_titles_and_max_samples():

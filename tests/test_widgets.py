@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from augkit import ArgumentError, GraphError, Pipeline, fn, grid, pipeline_def, types
+from augkit import ArgumentError, GraphError, Pipeline, fn, grid, kinds, pipeline_def, types
 from augkit.widgets import Viewer
 
 TILE = 96
@@ -161,13 +161,13 @@ def test_where_widgets_are_not_rendered_the_text_says_what_is_shown(viewer):
     text = viewer._repr_mimebundle_()["text/plain"]
     assert text == repr(viewer)
     assert text.splitlines() == [
-        "Viewer: edit (output 0): 6 samples, UINT8, layout none, shape (64, 64, 3)",
+        "Viewer: edit (output 0): 6 samples, UINT8, layout none, kind generic, shape (64, 64, 3)",
         "fn.python_function(..., function=functools.partial(brighten, amount=35))  # edit",
         "(a live widget: its buttons and sliders work in a running Jupyter kernel)",
     ]
     viewer.show("reader[1]")
     assert repr(viewer).splitlines()[0] == (
-        "Viewer: reader[1] (output 1): 6 samples, INT32, layout none, shape (1,)"
+        "Viewer: reader[1] (output 1): 6 samples, INT32, layout none, kind labels, shape (1,)"
     )
 
     def broken(image, amount=20):
@@ -268,6 +268,128 @@ def test_a_node_without_images_is_shown_as_a_table(viewer, pipe):
     viewer.show("edit")
     assert viewer.image.layout.display is None
     assert viewer.values.value == ""
+
+
+def quality(image):
+    """An int32 value of shape (1,) per sample, as the reader's labels are, but not a label:
+    100 and more, where the labels of data/images are 0 to 4."""
+    return np.array([100 + int(image.mean())], np.int32)
+
+
+def quarters(image):
+    return np.full((4, 4), 0.25, np.float32)
+
+
+def bright_mask(image):
+    return (image[..., 0] > 128).astype(np.uint8)
+
+
+def flags_of(image):
+    return np.ones((4, 4), np.bool_)
+
+
+def kinds_pipe(image_dir: pathlib.Path, *, with_labels: bool = True) -> Pipeline:
+    """images (64x64), a Python function's int32 (1,) quality, [the reader's labels], and
+    Python functions' outputs of image-like shape declared as boxes, as a mask, and not at all,
+    and a bool one."""
+    pipe = Pipeline(
+        batch_size=BATCH,
+        num_threads=1,
+        device_id=None,
+        seed=7,
+        exec_async=False,
+        exec_pipelined=False,
+    )
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root=str(image_dir), name="reader")
+        images = fn.decoders.image(jpegs, output_type=types.RGB, name="decode")
+        images = fn.resize(images, resize_x=64, resize_y=64, name="resize")
+        score = fn.python_function(images, function=quality, name="quality")
+        boxes = fn.python_function(images, function=quarters, kind="boxes", name="boxes")
+        mask = fn.python_function(images, function=bright_mask, kind="mask", name="mask")
+        table = fn.python_function(images, function=quarters, name="table")
+        flags = fn.python_function(images, function=flags_of, name="flags")
+        outputs = [images, score, *([labels] if with_labels else []), boxes, mask, table, flags]
+        pipe.set_outputs(*outputs)
+    return pipe
+
+
+def test_titles_come_from_the_labels_output_not_from_another_int32_value(image_dir):
+    pipe = kinds_pipe(image_dir)
+    viewer = Viewer(pipe, tile=TILE)
+    assert viewer.node_picker.value == "resize"
+    labels = pipe.value("reader[1]")
+    scores = pipe.value("quality")
+    sources = pipe.value("resize").source_info()
+    # What the old guess took for labels ("the first int32 output of shape (1,)"): not them.
+    assert scores.dtype == types.INT32 and scores.shape() == [(1,)] * BATCH
+    assert all(scores.at(i)[0] >= 100 for i in range(BATCH))
+    assert viewer._titles(viewer.batch) == [
+        f"{int(labels.at(i)[0])} · {sources[i]}" for i in range(BATCH)
+    ]
+    pipe.close()
+
+
+def test_without_a_labels_output_no_tile_is_titled_with_a_label(image_dir):
+    pipe = kinds_pipe(image_dir, with_labels=False)
+    viewer = Viewer(pipe, tile=TILE)
+    assert viewer._titles(viewer.batch) == pipe.value("resize").source_info()
+    pipe.close()
+
+
+def test_what_is_drawn_follows_the_kind_not_the_shape(image_dir):
+    pipe = kinds_pipe(image_dir)
+    viewer = Viewer(pipe, tile=TILE)
+    assert [pipe.value(n).kind.name for n in ("boxes", "mask", "table", "flags")] == [
+        "boxes",
+        "mask",
+        "generic",
+        "generic",
+    ]
+    viewer.show("boxes")  # 4 x 4 floats: a gray picture by shape, but declared boxes
+    assert viewer.image.layout.display == "none"
+    assert "kind boxes (ltrb, relative): coordinates, not pixels" in viewer.values.value
+    assert "kind boxes (ltrb, relative), shape (4, 4)" in viewer.summary.value
+    viewer.show("table")  # the same values, kind generic: drawn by their shape, as before
+    assert viewer.image.layout.display is None and viewer.values.value == ""
+    assert "kind generic" in viewer.summary.value
+    viewer.show("flags")  # generic bool: flags, not drawn
+    assert viewer.image.layout.display == "none"
+    assert "kind=&#x27;mask&#x27; would draw them" in viewer.values.value
+    viewer.show("mask")
+    assert viewer.image.layout.display is None
+    assert "kind mask" in viewer.summary.value
+    # class 1 is white, class 0 black (uint8 0 and 1 as an image would be black on black)
+    colours = {tuple(c) for c in np.asarray(picture(viewer)).reshape(-1, 3)}
+    assert (255, 255, 255) in colours and (0, 0, 0) in colours
+    viewer.show("decode")
+    assert "6 samples, UINT8, layout HWC, kind image, 5 shapes" in viewer.summary.value
+
+
+def test_labels_and_encoded_bytes_are_tables_that_say_their_kind(viewer, pipe):
+    viewer.show("reader[1]")
+    assert viewer.image.layout.display == "none"
+    assert "kind labels: class numbers" in viewer.values.value
+    assert f"<code>[{int(pipe.value('reader[1]').at(0)[0])}]</code>" in viewer.values.value
+    viewer.show("reader[0]")
+    size = pipe.value("reader[0]").shape()[0][0]
+    assert "kind encoded: each sample is a file&#x27;s bytes" in viewer.values.value
+    assert f"JPEG, {size} bytes: ff d8 ff e0" in viewer.values.value
+
+
+def test_the_default_node_is_the_first_output_drawn_by_its_kind(image_dir):
+    pipe = Pipeline(
+        batch_size=2, num_threads=1, device_id=None, exec_async=False, exec_pipelined=False
+    )
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root=str(image_dir))
+        images = fn.decoders.image(jpegs, name="decode")
+        boxes = fn.python_function(
+            images, function=lambda im: np.full((4, 4), 0.5, np.float32), kind=kinds.BOXES
+        )
+        pipe.set_outputs(labels, boxes, images)  # boxes of an image's shape come first
+    assert Viewer(pipe, tile=TILE).node_picker.value == "decode"
+    pipe.close()
 
 
 def test_show_an_unknown_node_raises(viewer):

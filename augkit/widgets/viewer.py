@@ -1,6 +1,17 @@
 """``Viewer``: a pipeline's batches in a notebook, with buttons that run it again and sliders
 for its Python functions' parameters.
 
+Decisions and traps:
+
+- What a node is follows its data kind (``batch.kind``), never a guess from dtype and shape:
+  tiles are titled with the pipeline's first output of kind ``labels`` (a Python function's
+  int32 value of shape (1,) is no label, and titles nothing); image and mask nodes are drawn
+  (masks coloured by class, ``augkit.grid``); labels, encoded bytes, boxes, keypoints, polygons
+  and vertices are shown as a table of values (encoded bytes as their size and format). Only a
+  generic node (a Python function's output that gave no ``kind=`` and no image layout) is
+  drawn when its samples have an image's shape, as a function may return images unsaid.
+- The summary line and the table say the kind, so that a node shown as values tells why.
+
 Example:
     >>> import numpy as np
     >>> from augkit import fn, pipeline_def
@@ -44,7 +55,6 @@ from augkit import grid, viz
 from augkit.errors import ArgumentError, GraphError, suggest
 from augkit.pipeline import Pipeline
 from augkit.tensors import TensorList
-from augkit.types import DALIDataType
 from augkit.widgets.controls import (
     FunctionControls,
     controls_for,
@@ -56,8 +66,9 @@ class Viewer:
     """Look at a pipeline's batches, and change its Python functions while looking.
 
     The grid shows one node of the last batch: any output, or any intermediate node (the
-    picker lists them all). Tiles are titled with the sample's label (from the pipeline's int32
-    label output, when it has one) and its source file.
+    picker lists them all). Tiles are titled with the sample's label (from the pipeline's first
+    output of kind ``labels``, when it has one) and its source file. A node whose kind is not
+    pixels (labels, boxes, encoded bytes...) is shown as a table of its values.
 
     - **Next batch** runs the pipeline (``pipe.run()``); **Rerun** runs the same input samples
       through the graph again with new random draws (``pipe.rerun()``); **Reset** starts the
@@ -74,7 +85,8 @@ class Viewer:
     Args:
         pipe: the pipeline (built here if it is not yet).
         output: the node shown first: an index into the pipeline's outputs or a node name
-            (default: the first output that holds images).
+            (default: the first output drawn as images: of kind image or mask, or generic with
+            images' shapes).
         columns: tiles per row.
         max_samples: the most samples of a batch shown.
         tile: the side of a tile, in pixels.
@@ -85,8 +97,9 @@ class Viewer:
         next_button, rerun_button, reset_button: the buttons.
         node_picker: the Dropdown of nodes (its value is the node's name).
         image: the ``ipywidgets.Image`` holding the grid (PNG bytes).
-        values: an HTML table of the values, for a node that does not hold images.
-        summary: one HTML line: node, batch size, dtype, layout, shapes.
+        values: an HTML table of the values, for a node that is not drawn as images (its kind
+            is not pixels, or its samples have no image's shape).
+        summary: one HTML line: node, batch size, dtype, layout, kind, shapes.
         error: HTML with the last error and its traceback ("" after a success).
         timings: HTML table of the per-operator times (``pipe.profile()``).
         code: HTML with the Python operator calls, current values bound.
@@ -386,8 +399,8 @@ class Viewer:
             self._picking = False
 
     def _default_node(self, names: list[str]) -> str | None:
-        """The node asked for by ``output=``, else the first output that holds images, else
-        the first output, else the first node."""
+        """The node asked for by ``output=``, else the first output drawn as images (see
+        ``grid.looks_like_images``: by kind), else the first output, else the first node."""
         wanted = self._wanted
         if isinstance(wanted, str):
             return wanted
@@ -427,20 +440,17 @@ class Viewer:
         for i in range(len(batch)):
             parts = []
             if labels is not None and i < len(labels):
-                parts.append(str(int(np.asarray(labels[i]).reshape(-1)[0])))
+                parts.append(grid.label_text(labels.at(i)))
             if i < len(sources) and sources[i]:
                 parts.append(sources[i])
             titles.append(" · ".join(parts))
         return titles
 
     def _labels(self) -> TensorList | None:
-        """The pipeline's first output of int32 values of shape (1,): the reader's labels."""
+        """The pipeline's first output of kind labels (the reader's second output), if any."""
         for name in self._outputs:
-            if not name:
-                continue
-            batch = self.pipe.value(name)
-            if batch.dtype == DALIDataType.INT32 and all(s == (1,) for s in batch.shape()):
-                return batch
+            if name and self.pipe.value(name).kind.name == "labels":
+                return self.pipe.value(name)
         return None
 
     def _sources(self) -> list[str]:
@@ -575,20 +585,67 @@ def _summary_text(batch: TensorList, shown: int) -> str:
     else:
         shape = f"{len(set(shapes))} shapes: " + ", ".join(map(str, shapes[:3]))
         shape += ", …" if len(shapes) > 3 else ""
-    text = f"{len(batch)} samples, {batch.dtype.name}, layout {batch.layout() or 'none'}, {shape}"
+    text = (
+        f"{len(batch)} samples, {batch.dtype.name}, layout {batch.layout() or 'none'}, "
+        f"kind {batch.kind}, {shape}"
+    )
     if shown < len(batch):
         text += f"; the first {shown} shown"
     return text
 
 
+# The first bytes of the file formats a reader may hand over, for the summary of encoded samples.
+_MAGIC = (
+    (b"\xff\xd8\xff", "JPEG"),
+    (b"\x89PNG\r\n\x1a\n", "PNG"),
+    (b"GIF8", "GIF"),
+    (b"BM", "BMP"),
+    (b"II*\x00", "TIFF"),
+    (b"MM\x00*", "TIFF"),
+)
+
+
+def _table_caption(batch: TensorList) -> str:
+    """Why the batch is shown as values: its kind, and what it holds."""
+    kind = batch.kind
+    name = kind.name
+    if name == "labels":
+        why = "class numbers (image nodes' tiles are titled with them)"
+    elif name == "encoded":
+        why = "each sample is a file's bytes; the decoder's node shows the images"
+    elif name in grid.NOT_DRAWN_KINDS:
+        why = "coordinates, not pixels"
+    elif kind.is_generic and batch.dtype.name == "BOOL":
+        why = "bool values are not drawn (a Python function's kind='mask' would draw them)"
+    else:
+        why = "not of an image's shape (HWC, CHW or HW, with 1, 3 or 4 channels)"
+    return f"kind {kind}: {why}"
+
+
+def _encoded_text(array: np.ndarray) -> str:
+    """``"JPEG, 41213 bytes: ff d8 ff e0 00 10 …"``: what a file's bytes are, in short."""
+    data = array.tobytes() if array.dtype == np.uint8 and array.ndim == 1 else b""
+    if not data:
+        return f"{array.size} values of {array.dtype}"
+    name = next((n for magic, n in _MAGIC if data.startswith(magic)), None)
+    if name is None and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        name = "WebP"
+    head = " ".join(f"{b:02x}" for b in data[:6]) + (" …" if len(data) > 6 else "")
+    return f"{name or 'unknown format'}, {len(data)} bytes: {head}"
+
+
 def _values_table(batch: TensorList, titles: list[str]) -> str:
-    """An HTML table of a batch that holds no images: per sample, its values (or a summary of
-    them when they are many)."""
+    """An HTML table of a batch that is not drawn: per sample, its values (or a summary of
+    them when they are many; for encoded bytes, their format and size), under a caption that
+    says the batch's kind."""
     rows = []
+    encoded = batch.kind.name == "encoded"
     for i, sample in enumerate(batch):
         array = np.asarray(sample)
         if array.size == 0:
             shown = "(empty)"
+        elif encoded:
+            shown = _encoded_text(array)
         elif array.size <= 16:
             shown = np.array2string(array, precision=4, separator=", ")
         else:
@@ -597,7 +654,9 @@ def _values_table(batch: TensorList, titles: list[str]) -> str:
             f"<tr><td>{i}</td><td>{html.escape(titles[i])}</td><td>{array.shape}</td>"
             f"<td><code>{html.escape(shown)}</code></td></tr>"
         )
+    caption = html.escape(_table_caption(batch))
     return (
-        "<table style='font-size:12px'><tr><th>#</th><th>sample</th><th>shape</th>"
+        f"<table style='font-size:12px'><caption style='text-align:left'>{caption}</caption>"
+        "<tr><th>#</th><th>sample</th><th>shape</th>"
         f"<th>values</th></tr>{''.join(rows)}</table>"
     )
