@@ -78,6 +78,7 @@ class Executor:
         self.engine = engine
         self.nodes = nodes
         specs = check_kinds(nodes)
+        self.specs = specs  # every output's static spec (what its schema declares)
         self.kinds: dict[int, list[Kind]] = {
             node.id: kinds_of([specs[d] for d in node.outputs]) for node in nodes
         }

@@ -7,7 +7,9 @@ and checks what a user would check of any operator:
 - the result does not depend on the number of threads (1 and 3), and the same seed gives the
   same result twice;
 - the inputs are not modified, and the outputs are read-only;
-- the ``ops`` class and the ``fn`` function give the same result.
+- the ``ops`` class and the ``fn`` function give the same result;
+- every output is what the schema declares (``check_output_specs``: data kind, number of
+  dimensions, layout).
 """
 
 from __future__ import annotations
@@ -78,7 +80,29 @@ def run_operator(
             out = operator_class(REGISTRY[name])(**args)(*nodes)
         outs = out if isinstance(out, tuple) else (out,)
         pipe.set_outputs(*outs)
-    return [pipe.run() for _ in range(iterations)]
+    runs = [pipe.run() for _ in range(iterations)]
+    check_output_specs(pipe)
+    return runs
+
+
+def check_output_specs(pipe: Pipeline) -> None:
+    """Every node output of the pipeline's last run against what its schema declared when the
+    pipeline was built (``OperatorSchema.output_kinds``): the kind it carries, and where
+    declared, every sample's number of dimensions and the batch's layout."""
+    executor = pipe._runner.executor
+    for data, batch in pipe._runner.last.items():
+        spec = executor.specs.get(data)
+        if spec is None:
+            assert batch.kind.is_generic, f"{data.name}: kind {batch.kind}, declared none"
+            continue
+        assert batch.kind == spec.kind, f"{data.name}: kind {batch.kind}, declared {spec.kind}"
+        if spec.layout is not None:
+            assert batch.layout() == spec.layout, (
+                f"{data.name}: layout {batch.layout()!r}, declared {spec.layout!r}"
+            )
+        if spec.ndim is not None:
+            ranks = {len(shape) for shape in batch.shape()}
+            assert ranks <= {spec.ndim}, f"{data.name}: ranks {ranks}, declared {spec.ndim}"
 
 
 def check_operator(

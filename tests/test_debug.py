@@ -30,7 +30,7 @@ from augkit.pipeline import Pipeline
 from augkit.tensors import TensorList
 from tests.operator_cases import BATCH, CASES, PUBLIC, OperatorCase
 from tests.operator_cases import case as operator_case
-from tests.operator_check import fn_operator
+from tests.operator_check import check_output_specs, fn_operator
 
 IMAGES = pathlib.Path(__file__).resolve().parents[1] / "data" / "images"
 THIS_FILE = str(pathlib.Path(__file__).resolve())
@@ -65,6 +65,7 @@ def _assert_same_batches(a: tuple[TensorList, ...], b: tuple[TensorList, ...], w
     for k, (x, y) in enumerate(zip(a, b, strict=True)):
         assert len(x) == len(y), f"{what}, output {k}: batch sizes {len(x)} and {len(y)}"
         assert x.layout() == y.layout(), f"{what}, output {k}: layouts differ"
+        assert x.kind == y.kind, f"{what}, output {k}: kinds {x.kind} and {y.kind}"
         for i in range(len(x)):
             got, want = np.asarray(x.at(i)), np.asarray(y.at(i))
             assert got.dtype == want.dtype, f"{what}, output {k}, sample {i}: dtypes differ"
@@ -80,7 +81,11 @@ def test_debug_mode_equals_normal_mode(name: str) -> None:
     for debug in (False, True):
         pipe = _pipeline(case, debug)
         try:
-            runs[debug] = [pipe.run() for _ in range(ITERATIONS)]
+            runs[debug] = []
+            for _ in range(ITERATIONS):
+                runs[debug].append(pipe.run())
+                if not debug:  # every output is what its schema declares
+                    check_output_specs(pipe)
         finally:
             pipe.close()
     for it in range(ITERATIONS):
