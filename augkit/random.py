@@ -193,6 +193,52 @@ def epoch_rng(op_seed: int, epoch: int) -> np.random.Generator:
 # such calls (two threads, two iterations in flight) must not interleave.
 GLOBAL_RNG_LOCK = threading.RLock()
 
+_call = threading.local()
+
+
+def call_seed() -> int:
+    """The seed of the Python-operator call running on this thread: a 63-bit integer from the
+    operator's streams for (shard, iteration, sample), or (shard, iteration) in batch mode.
+    The same in every mode (threads, worker processes, debug, eager) and for every thread or
+    worker count: seed a library's own generator with it to make a function reproducible.
+
+    The global generators of ``random``, ``numpy.random`` and torch are seeded for you (where
+    the call runs serially or in a worker process); libraries with generators of their own are
+    not: an Albumentations transform, a ``np.random.default_rng`` object, OpenCV's RNG.
+
+    Example, in a function given to ``fn.python_function``::
+
+        def augment(image):
+            transform = per_thread_transform()  # one Albumentations Compose per thread
+            transform.set_random_seed(augkit.random.call_seed())
+            return transform(image=image)["image"]
+
+        def noisy(image):
+            rng = np.random.default_rng(augkit.random.call_seed())
+            return image + rng.normal(0, 4, image.shape).astype(image.dtype)
+
+    Raises:
+        RuntimeError: outside a function called by a Python operator.
+    """
+    seed = getattr(_call, "seed", None)
+    if seed is None:
+        raise RuntimeError(
+            "call_seed() is known only inside a function that a Python operator calls "
+            "(fn.python_function, fn.dl_tensor_python_function, TorchPythonFunction)"
+        )
+    return seed
+
+
+@contextlib.contextmanager
+def calling(seed: int) -> Iterator[None]:
+    """Make ``seed`` what ``call_seed()`` gives on this thread inside the block."""
+    previous = getattr(_call, "seed", None)
+    _call.seed = seed
+    try:
+        yield
+    finally:
+        _call.seed = previous
+
 
 def imported(name: str) -> Any:
     """The module ``name`` if it is imported *and finished importing*, else ``None``.

@@ -20,10 +20,15 @@ Rules (DALI's, and where augkit goes further):
   read-only flag (``torch.utils.dlpack.from_dlpack`` accepts them; legacy capsules cannot
   export read-only NumPy arrays).
 - Randomness: a function that draws from the global generators of ``random``,
-  ``numpy.random`` or torch gets them seeded from the operator's stream for (iteration, sample)
-  (or (iteration) in batch mode) before each call, and restored after it. So it gives the same
-  results for the same pipeline seed, whatever the thread or worker count and in whatever order
-  samples are computed.
+  ``numpy.random`` or torch gets them seeded from the operator's stream for (shard, iteration,
+  sample) (or (shard, iteration) in batch mode) before each call, and restored after it. So it
+  gives the same results for the same pipeline seed, whatever the thread or worker count and in
+  whatever order samples are computed. Libraries with generators of their own (Albumentations,
+  ``np.random.default_rng``, OpenCV) are not reached that way: the function seeds them with
+  ``augkit.random.call_seed()``, the same per-call seed (tests/test_seeding_libraries.py shows
+  it with Albumentations). A transform object shared by the calls must then not be shared by
+  threads (it would be seeded by one call and used by another): make one per thread, or give
+  ``parallel="serial"``.
 - Where the calls run (``parallel=``, default "auto"):
   - "processes" (auto when the pipeline has ``py_num_workers`` > 1): in the pipeline's worker
     processes (``augkit.workers``), for functions that hold the GIL; arrays travel through
@@ -108,6 +113,7 @@ from augkit.operators.registry import (
 from augkit.random import (
     GLOBAL_RNG_LOCK,
     batch_seed,
+    calling,
     drew_between,
     global_rng_fingerprint,
     sample_streams,
@@ -289,7 +295,8 @@ class PythonFunction(OperatorImpl):
         args = [_map_leaves(self.to_user, a) for a in call.args]
         sums = _checksums(self.flavour, call.args)
         try:
-            result = self.function(*args)
+            with calling(call.seed):
+                result = self.function(*args)
             del args
             if sums is not None:
                 _check_unchanged(self.flavour, call.args, sums)
@@ -537,7 +544,7 @@ def _run_in_worker(flavour: str, function: Callable[..., Any], args: list[Any], 
     the function, the process's global generators seeded, the result converted back."""
     user_args = [_map_leaves(lambda a: _worker_input(flavour, a), a) for a in args]
     sums = _checksums(flavour, args)
-    with seeded_globals(seed):
+    with seeded_globals(seed), calling(seed):
         result = function(*user_args)
     del user_args
     if sums is not None:
