@@ -112,7 +112,10 @@ class ResizePlan:
 
 
 def _f32(value: float) -> float:
-    return float(np.float32(value))
+    # A size beyond float32 becomes inf, as in DALI's float arithmetic; the output size check
+    # then refuses it with its message (NumPy would warn about the overflow).
+    with np.errstate(over="ignore"):
+        return float(np.float32(value))
 
 
 def _adjust_output_size(
@@ -223,6 +226,11 @@ def plan_resize(
     for d in range(2):
         if lo[d] == hi[d] and out[d] != 0:
             raise ValueError("cannot produce a non-empty output from an empty input")
+        if not math.isfinite(out[d]):
+            raise ValueError(
+                f"the output size is too large: {requested[d]:g} does not fit float32, the "
+                f"type of DALI's sizes (check resize_x/resize_y/size)"
+            )
         size = max(1 if in_size[d] > 0 else 0, _round_half_away(out[d]))
         if out[d] < 0:
             lo[d], hi[d] = hi[d], lo[d]
