@@ -25,8 +25,8 @@ from augkit.backend import gpu_unavailable_reason
 from augkit.errors import ArgumentError, DeviceError, GraphError
 from augkit.operators.registry import REGISTRY, Arg, OperatorSchema, _bounds
 from augkit.pipeline import Pipeline
+from tests.operator_cases import CASES
 from tests.operator_check import fn_operator
-from tests.test_debug import CASES
 
 IMAGES = pathlib.Path(__file__).resolve().parents[1] / "data" / "images"
 PUBLIC = [s for s in REGISTRY.values() if s.public]
