@@ -21,7 +21,7 @@ from augkit.core import Engine, check_device, make_impl, pipeline_shard
 from augkit.errors import ArgumentError, GraphError
 from augkit.graph import DataNode, OperatorNode
 from augkit.kinds import Kind
-from augkit.operators.base import IterationNotes, OperatorImpl, SourceOperator
+from augkit.operators.base import IterationNotes, OperatorImpl, SampleOperator, SourceOperator
 from augkit.operators.screening import Refilling, screens
 from augkit.static_checks import check_kinds, kinds_of
 from augkit.tensors import TensorList
@@ -91,8 +91,50 @@ class Executor:
             node.id: make_impl(node, seed, ordinal[node.seed_group], self.shard) for node in nodes
         }
         self._connect_screens(nodes)
+        self.steps = self._plan(nodes)
         self.producers = [n for n in nodes if n.schema.makes_batches]
         self.sources = [n for n in nodes if isinstance(self.impls[n.id], SourceOperator)]
+
+    def _plan(self, nodes: list[OperatorNode]) -> list[list[OperatorNode]]:
+        """What ``compute()`` runs, in order: single nodes, and chains of per-sample nodes
+        (``SampleOperator.chainable``) that the core runs sample by sample
+        (``Engine.run_chain``). A node that needs nothing the chain makes (a random operator
+        drawing a crop position, made between the resize and the crop) runs before the chain
+        instead of ending it: creation order is one topological order among others, and
+        kernels are pure, so no number changes."""
+        steps: list[list[OperatorNode]] = []
+        chain: list[OperatorNode] = []
+        before: list[OperatorNode] = []  # what runs ahead of the chain
+        made: set[DataNode] = set()  # the chain's outputs
+
+        def flush() -> None:
+            steps.extend([n] for n in before)
+            if chain:
+                steps.append(list(chain))
+            before.clear()
+            chain.clear()
+            made.clear()
+
+        for node in nodes:
+            if node.schema.makes_batches:
+                continue
+            impl = self.impls[node.id]
+            needs = {*node.inputs, *node.arg_nodes.values()}
+            if (
+                isinstance(impl, SampleOperator)
+                and impl.chainable()
+                and node.inputs
+                and not made & set(node.arg_nodes.values())
+            ):
+                chain.append(node)
+                made.update(node.outputs)
+            elif chain and not made & needs:
+                before.append(node)
+            else:
+                flush()
+                steps.append([node])
+        flush()
+        return steps
 
     def _connect_screens(self, nodes: list[OperatorNode]) -> None:
         """A screening operator (``decoders.image(on_error="skip")``) screens its samples in
@@ -180,18 +222,53 @@ class Executor:
         ctx = self.engine.context(iteration, batch_size, False, notes)
         values = dict(values)
         generation = self.engine.generation
-        for node in self.nodes:
-            if node.schema.makes_batches or (only is not None and node.id not in only):
-                continue
-            if self.engine.generation != generation:
-                raise CancelledError(f"iteration {iteration} was abandoned (cancel())")
-            inputs = [values[d] for d in node.inputs]
-            arg_inputs = {k: values[d] for k, d in node.arg_nodes.items()}
-            outs = self.engine.run_node(
-                node, self.impls[node.id], ctx, inputs, arg_inputs, self.kinds[node.id]
-            )
-            values.update(zip(node.outputs, outs, strict=True))
+        for step in self.steps:
+            for part in self._parts(step, values, only):
+                if self.engine.generation != generation:
+                    raise CancelledError(f"iteration {iteration} was abandoned (cancel())")
+                if len(part) > 1:
+                    values.update(self.engine.run_chain(part, self.impls, ctx, values, self.kinds))
+                    continue
+                node = part[0]
+                inputs = [values[d] for d in node.inputs]
+                arg_inputs = {k: values[d] for k, d in node.arg_nodes.items()}
+                outs = self.engine.run_node(
+                    node, self.impls[node.id], ctx, inputs, arg_inputs, self.kinds[node.id]
+                )
+                values.update(zip(node.outputs, outs, strict=True))
         return values
+
+    def _parts(
+        self,
+        step: list[OperatorNode],
+        values: dict[DataNode, TensorList],
+        only: set[int] | None,
+    ) -> list[list[OperatorNode]]:
+        """A step as it runs on these batches: without the nodes ``only`` leaves out, and a
+        node whose batch kernel takes a dense input batch on its own (the kernel does the
+        batch at once); what is left of a chain stays a chain where the batch sizes agree."""
+        nodes = [n for n in step if only is None or n.id in only]
+        if len(nodes) < 2:
+            return [[n] for n in nodes]
+        parts: list[list[OperatorNode]] = [[]]
+        for node in nodes:
+            impl = self.impls[node.id]
+            dense = (
+                any(d in values and values[d]._dense is not None for d in node.inputs)
+                and getattr(impl, f"{impl.device}_batch", None) is not None
+            )
+            if dense:
+                parts += [[node], []]
+            else:
+                parts[-1].append(node)
+        out = []
+        for part in parts:
+            outside = [values[d] for n in part for d in n.inputs if d in values]
+            if len(part) > 1 and len({len(b) for b in outside}) > 1:
+                out += [[n] for n in part]  # different batch sizes: node by node, as before
+            elif part:
+                out.append(part)
+        return out
 
     def run(
         self, iteration: int, batch_size: int, partial: bool = False

@@ -195,16 +195,20 @@ class Prefetcher:
         with self._cond:
             self._requested += 1
             self._cond.notify_all()
-        if self._short:  # short iterations: produce what DALI's rule allows, here
-            with self._production:
-                while self._short and self._may_start() and not (self._stopping or self._ended):
-                    self._produce_one()
-        with self._cond:
-            while not self._queue and not self._ended:
-                self._cond.wait()
-            if not self._queue:
-                return None
-            return self._queue.popleft()
+        while True:
+            if self._short:  # short iterations: produce what DALI's rule allows, here
+                with self._production:
+                    while self._short and self._may_start() and not (self._stopping or self._ended):
+                        self._produce_one()
+            with self._cond:
+                if self._queue:
+                    return self._queue.popleft()
+                if self._ended:
+                    return None
+                if not (self._short and self._may_start() and not self._stopping):
+                    # woken by a batch, the end, or iterations turning short (then produce
+                    # here: the producer thread leaves short iterations to next())
+                    self._cond.wait()
 
     def cancel(self) -> None:
         """Abandon everything (``run()`` was interrupted): stop producing and wait for the

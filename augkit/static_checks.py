@@ -80,9 +80,7 @@ def input_specs_of(batches: Sequence[Any]) -> list[OutputSpec | None]:
 
 def _message(node: OperatorNode, index: int, spec: InputSpec, given: OutputSpec) -> str:
     source = node.inputs[index].name
-    what = given.what or _describe(given)
-    if not given.kind.is_generic and f"({given.kind})" not in what:
-        what = f"{what} (kind {given.kind})"
+    what = f"{given.what or _describe(given)} (kind {given.kind})"
     expected = spec.what
     if spec.kinds is not None:
         expected += f" (kind {' or '.join(spec.kinds)})"
@@ -97,6 +95,4 @@ def _message(node: OperatorNode, index: int, spec: InputSpec, given: OutputSpec)
 
 def _describe(spec: OutputSpec) -> str:
     shape = f"{spec.ndim}-D samples" if spec.ndim is not None else "samples"
-    if spec.layout:
-        shape += f" with layout {spec.layout!r}"
-    return f"{spec.kind} {shape}" if not spec.kind.is_generic else shape
+    return f"{shape} with layout {spec.layout!r}" if spec.layout else shape

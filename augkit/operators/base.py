@@ -195,6 +195,13 @@ class SampleOperator(OperatorImpl):
     def output_layout(self, index: int, inputs: Sequence[TensorList]) -> str:
         return inputs[0].layout() if inputs else ""
 
+    def chainable(self) -> bool:
+        """Whether the executor may run this node in a chain of per-sample nodes, sample by
+        sample (``augkit.core.Engine.run_chain``): its work is this class's per-sample loop.
+        (A batch kernel declines what is not a dense batch; a node given a dense batch runs
+        on its own.)"""
+        return self.device == "cpu" and type(self).run is SampleOperator.run
+
     def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
         """Arguments worked out once per batch and given to every sample's kernel call (e.g.
         the input's layout); the default is none."""

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from augkit import fn, ops, types
-from augkit.errors import ArgumentError, OperatorError
+from augkit.errors import ArgumentError, GraphError, OperatorError
 from augkit.pipeline import Pipeline
 from tests.operator_check import check_operator, gpu_matches_cpu, run_operator
 
@@ -240,7 +240,7 @@ def test_out_of_bounds_error_names_the_sample(photos: list[np.ndarray]) -> None:
         ("HWC", {"output_layout": "CWH2"}, "not a permutation"),
         ("HWC", {"output_layout": "HCD"}, "not a permutation"),
         ("HWC", {"mean": (1.0, 2.0)}, "has 3 channels"),
-        ("HW", {}, "explicit channel dimension"),
+        ("", {}, "explicit channel dimension"),
     ],
 )
 def test_layout_and_channel_errors(
@@ -249,6 +249,12 @@ def test_layout_and_channel_errors(
     sample = photos[0] if len(layout) == 3 else np.ascontiguousarray(photos[0][..., 0])
     with pytest.raises(OperatorError, match=match):
         run_operator("crop_mirror_normalize", [[sample]], layout=layout, args=args)
+
+
+def test_a_declared_layout_without_channels_is_refused_at_build(photos: list[np.ndarray]) -> None:
+    sample = np.ascontiguousarray(photos[0][..., 0])
+    with pytest.raises(GraphError, match="2-D samples with layout 'HW'.*a channel axis"):
+        run_operator("crop_mirror_normalize", [[sample]], layout="HW")
 
 
 @pytest.mark.parametrize(

@@ -327,6 +327,9 @@ class ImageDecoder(SampleOperator):
     def screens(self) -> bool:
         return self.args["on_error"] == "skip"
 
+    def chainable(self) -> bool:
+        return self.device == "cpu" and not self.screens()
+
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         if backend.is_gpu_array(sample):
             raise ValueError(
