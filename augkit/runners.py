@@ -152,10 +152,9 @@ class GraphRunner:
         self.rewind()
         for node in self.executor.nodes:
             if node.name == name:
-                impl = self.executor.impls[node.id]
-                if not hasattr(impl, "set_function"):
+                if node.schema.role != "python":
                     raise GraphError(f"{name} is a {node.schema.class_name}, not a Python operator")
-                impl.set_function(function)
+                self.executor.impls[node.id].set_function(function)  # type: ignore[attr-defined]
                 node.args = {**node.args, "function": function}
                 return
         raise GraphError(f"no operator named {name!r} in this pipeline")
