@@ -1,4 +1,6 @@
-"""DALI's enums: data types, image types, interpolation types, and their NumPy equivalents.
+"""DALI's enums: data types, image types, interpolation types, and their NumPy equivalents;
+and what an external source's callable is told about the data it is asked for (``SampleInfo``,
+``BatchInfo``).
 
 Names and members follow ``nvidia.dali.types`` so that ``import augkit.types as types`` is a
 drop-in replacement: ``types.RGB``, ``types.FLOAT``, ``types.INTERP_LINEAR``, ...
@@ -14,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -118,6 +121,48 @@ INTERP_CUBIC = DALIInterpType.INTERP_CUBIC
 INTERP_LANCZOS3 = DALIInterpType.INTERP_LANCZOS3
 INTERP_TRIANGULAR = DALIInterpType.INTERP_TRIANGULAR
 INTERP_GAUSSIAN = DALIInterpType.INTERP_GAUSSIAN
+
+
+@dataclass(frozen=True)
+class SampleInfo:
+    """The sample a per-sample ``fn.external_source(..., batch=False)`` callable is asked for
+    (DALI's ``nvidia.dali.types.SampleInfo``).
+
+    Attributes:
+        idx_in_epoch: 0-based index of the sample within the epoch.
+        idx_in_batch: 0-based index of the sample within its batch.
+        iteration: 0-based index of its batch within the epoch.
+        epoch_idx: 0-based index of the epoch (``Pipeline.reset()`` starts the next one).
+
+    Example:
+        >>> def source(info):
+        ...     return np.full((2,), info.idx_in_epoch, np.int32)
+        >>> source(SampleInfo(5, 1, 2, 0)).tolist()
+        [5, 5]
+    """
+
+    idx_in_epoch: int
+    idx_in_batch: int
+    iteration: int
+    epoch_idx: int
+
+
+@dataclass(frozen=True)
+class BatchInfo:
+    """The batch a batch-mode ``fn.external_source(..., batch_info=True)`` callable is asked
+    for (DALI's ``nvidia.dali.types.BatchInfo``).
+
+    Attributes:
+        iteration: 0-based index of the batch within the epoch.
+        epoch_idx: 0-based index of the epoch.
+
+    Example:
+        >>> BatchInfo(iteration=3, epoch_idx=1)
+        BatchInfo(iteration=3, epoch_idx=1)
+    """
+
+    iteration: int
+    epoch_idx: int
 
 
 def to_dtype(value: Any) -> DALIDataType:
