@@ -362,6 +362,7 @@ class Engine:
         batch_size: int,
         partial: bool = False,
         notes: IterationNotes | None = None,
+        bounded: bool = True,
     ) -> RunContext:
         """What the operators of one iteration see."""
         return RunContext(
@@ -373,6 +374,7 @@ class Engine:
             self.workers,
             self.py_num_workers,
             notes if notes is not None else IterationNotes(),
+            bounded,
         )
 
     # --- running a node -------------------------------------------------------------------------

@@ -92,8 +92,9 @@ class DebugSession:
     called for each new node and computes its batch at once, through ``engine.run_node``.
     """
 
-    def __init__(self, engine: Engine, seed: int, batch_size: int) -> None:
+    def __init__(self, engine: Engine, seed: int, batch_size: int, bounded: bool = True) -> None:
         self.engine = engine
+        self._bounded = bounded  # False for eager calls: no pipeline batch size
         self._seed = seed
         self._batch_size = batch_size
         self._impls: dict[int, OperatorImpl] = {}
@@ -184,7 +185,11 @@ class DebugSession:
         self._specs.update(zip(node.outputs, out_specs, strict=True))
         kinds = self._kinds[node.id] = kinds_of(out_specs)
         ctx = self.engine.context(
-            self._iteration, self._iteration_batch or self._batch_size, self._partial, self.notes
+            self._iteration,
+            self._iteration_batch or self._batch_size,
+            self._partial,
+            self.notes,
+            self._bounded,
         )
         outs = self.engine.run_node(node, impl, ctx, inputs, arg_inputs, kinds)
         if makes and outs and self._iteration_batch is None:
@@ -319,6 +324,9 @@ class DebugRunner:
         for impl in self.session.impls():
             if impl.schema.makes_batches:  # readers and external sources
                 impl.reset()
+
+    def has_sources(self) -> bool:
+        return any(i.schema.role == "source" for i in self.session.impls())
 
     def source(self, name: str) -> Any:
         from augkit.runners import _source_named

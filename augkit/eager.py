@@ -85,7 +85,7 @@ def _engine() -> Engine:
 
 
 def _session(batch_size: int, iteration: int) -> DebugSession:
-    session = DebugSession(_engine(), 0, batch_size)
+    session = DebugSession(_engine(), 0, batch_size, bounded=False)
     session.begin(iteration, partial=False)
     return session
 

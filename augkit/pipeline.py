@@ -332,8 +332,14 @@ class Pipeline:
             raise GraphError("outputs() without a schedule_run() before it")
         return self._scheduled.pop(0)
 
+    def iter_setup(self) -> None:
+        """Override to prepare each iteration: called by ``run()`` (and ``schedule_run()``)
+        before it computes a batch, e.g. to ``feed_input`` an external source (DALI's legacy
+        ``iter_setup`` pattern)."""
+
     def _run(self, partial: bool, lead: str | None = None) -> tuple[TensorList, ...]:
         self.build()
+        self.iter_setup()
         delivery = self._runner.run(partial, lead)
         report_skips(delivery.notes.skipped, self.skipped, stacklevel=4)
         self._delivered += 1
@@ -345,8 +351,10 @@ class Pipeline:
         """The reader ``name`` (default: the first), or None while the readers do not exist
         yet (debug mode, before the first run() has made them)."""
         readers = self._runner.readers()
-        if not readers and not getattr(self._runner, "readers_known", True):
+        if not readers and not self._runner.readers_known:
             return None
+        if not readers and name is None and self._runner.has_sources():
+            return None  # an external source's epoch ends at its StopIteration
         if name is None and readers:
             return next(iter(readers.values()))
         if name in readers:
@@ -429,7 +437,7 @@ class Pipeline:
     def epoch_size(self, name: str | None = None) -> int | dict[str, int]:
         """Samples in one epoch of the reader ``name``, or ``{name: size}`` for every reader."""
         self.build()
-        if not getattr(self._runner, "readers_known", True):
+        if not self._runner.readers_known:
             raise GraphError("in debug mode the readers exist once run() has run the definition")
         if name is not None:
             return self._lead(name).epoch_size()

@@ -71,6 +71,8 @@ class GraphRunner:
         self.last: dict[DataNode, TensorList] = {}
         self._reruns = 0
 
+    readers_known = True  # the graph's readers exist from build() on
+
     # --- batches --------------------------------------------------------------------------------
     def run(self, partial: bool, lead: str | None) -> Delivery:
         before = (self.iteration, self.last_iteration)
@@ -107,6 +109,10 @@ class GraphRunner:
         self.rewind()
         for node in self.executor.producers:  # readers and external sources
             self.executor.impls[node.id].reset()
+
+    def has_sources(self) -> bool:
+        """Whether the graph has an external source (whose epoch ends at StopIteration)."""
+        return any(n.schema.role == "source" for n in self.executor.producers)
 
     def source(self, name: str) -> Any:
         """The operator of the external source node ``name`` (for ``Pipeline.feed_input``)."""

@@ -69,6 +69,8 @@ class RunContext:
             Python operators that run in processes.
         py_num_workers: the pipeline's ``py_num_workers``.
         notes: this iteration's notes (screened values, skipped samples).
+        bounded: ``batch_size`` bounds what a source may give (in a pipeline); False in an
+            ``augkit.eager`` call, where there is no pipeline batch size.
     """
 
     iteration: int
@@ -81,6 +83,7 @@ class RunContext:
     workers: Callable[[], Any] | None = None
     py_num_workers: int = 1
     notes: IterationNotes = field(default_factory=IterationNotes)
+    bounded: bool = True
 
 
 class OperatorImpl:
