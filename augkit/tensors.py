@@ -36,15 +36,18 @@ class Tensor:
     """One sample of a batch (DALI's ``TensorCPU``/``TensorGPU``).
 
     ``np.asarray(t)`` (and so ``plt.imshow(t)``) gives its data; ``t.shape()``, ``t.layout()``,
-    ``t.dtype`` and ``t.source_info()`` describe it.
+    ``t.dtype``, ``t.kind`` (its batch's data kind) and ``t.source_info()`` describe it.
     """
 
-    __slots__ = ("_data", "_layout", "_source_info")
+    __slots__ = ("_data", "_layout", "_source_info", "kind")
 
-    def __init__(self, data: Any, layout: str = "", source_info: str = "") -> None:
+    def __init__(
+        self, data: Any, layout: str = "", source_info: str = "", kind: Kind = GENERIC
+    ) -> None:
         self._data = data
         self._layout = layout
         self._source_info = source_info
+        self.kind = kind
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         data = backend.to_cpu(self._data)
@@ -77,7 +80,7 @@ class Tensor:
         return self._source_info
 
     def as_cpu(self) -> Tensor:
-        return Tensor(backend.to_cpu(self._data), self._layout, self._source_info)
+        return Tensor(backend.to_cpu(self._data), self._layout, self._source_info, self.kind)
 
     def as_array(self) -> np.ndarray:
         """A writable NumPy copy of the sample."""
@@ -165,7 +168,7 @@ class TensorList:
             if self._dense is not None:
                 part._dense = self._dense[index]
             return part
-        return Tensor(self._samples[index], self._layout, self._source_info[index])
+        return Tensor(self._samples[index], self._layout, self._source_info[index], self.kind)
 
     def at(self, index: int) -> np.ndarray:
         """A writable NumPy copy of sample ``index``."""
@@ -213,9 +216,9 @@ class TensorList:
         self._check_dense("as_tensor")
         layout = "N" + self._layout if self._layout else ""
         if self._dense is not None:
-            return Tensor(self._dense, layout)
+            return Tensor(self._dense, layout, kind=self.kind)
         xp = backend.array_module(self._samples[0]) if self._samples else np
-        return Tensor(xp.stack(self._samples), layout)
+        return Tensor(xp.stack(self._samples), layout, kind=self.kind)
 
     def as_cpu(self) -> TensorList:
         """This batch on the host (itself when it is already there)."""
