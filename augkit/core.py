@@ -143,9 +143,20 @@ class _Chain:
         ctx: RunContext,
         values: dict[DataNode, TensorList],
         kinds: dict[int, list[Kind]],
+        transient: frozenset[DataNode],
     ) -> None:
         self.engine, self.nodes, self.impls, self.ctx = engine, nodes, impls, ctx
         self.values, self.kinds = values, kinds
+        # After node k has run, the transient outputs it was the last in the chain to read.
+        last_reader: dict[DataNode, int] = {}
+        for position, node in enumerate(nodes):
+            for d in (*node.inputs, *node.arg_nodes.values()):
+                if d in transient:
+                    last_reader[d] = position
+        self.drop_after: list[list[DataNode]] = [[] for _ in nodes]
+        for d, position in last_reader.items():
+            self.drop_after[position].append(d)
+        self.transient = transient
         first = next(d for node in nodes for d in node.inputs if d in values)
         self.n = n = len(values[first])
         # Layouts and sources of every batch the chain reads or makes, before it runs (the
@@ -238,6 +249,8 @@ class _Chain:
             outs = out if isinstance(out, tuple) else (out,)
             for data, sample in zip(node.outputs, outs, strict=True):
                 local[data] = finish(sample)
+            for data in self.drop_after[position]:
+                del local[data]
             durations.append(time.perf_counter() - start)
         return local, durations
 
@@ -252,6 +265,8 @@ class _Chain:
             impl: Any = self.impls[node.id]
             node_kinds = self.kinds.get(node.id, [])
             for k, data in enumerate(node.outputs):
+                if data in self.transient:
+                    continue
                 batch = TensorList(
                     [local[data] for local, _ in results],
                     self.layout[data],
@@ -432,6 +447,7 @@ class Engine:
         ctx: RunContext,
         values: dict[DataNode, TensorList],
         kinds: dict[int, list[Kind]],
+        transient: frozenset[DataNode] = frozenset(),
     ) -> dict[DataNode, TensorList]:
         """Run a chain of per-sample nodes (``SampleOperator``s in graph order, each taking
         its inputs from ``values`` or from an earlier node of the chain) sample by sample: one
@@ -444,8 +460,14 @@ class Engine:
         node, and the same error: the first node (in graph order) that fails, at its lowest
         failing sample. ``profile()`` gets each node's kernel time summed over the samples and
         divided by the threads that ran them (its share of the chain's wall time).
+
+        ``transient``: outputs that only later nodes of the chain read; each sample of them is
+        let go once its last reader in the chain has run, and no batch of them is returned
+        (the decoded full-size images of decode -> resize: keeping 32 of them alive costs
+        every kernel cache misses, ~5% of decode + resize). The executor recomputes them when
+        someone asks (``Pipeline.value``).
         """
-        return _Chain(self, nodes, impls, ctx, values, kinds).run()
+        return _Chain(self, nodes, impls, ctx, values, kinds, transient).run()
 
     # --- stopping -------------------------------------------------------------------------------
     def cancel(self) -> None:

@@ -271,6 +271,7 @@ class DebugRunner:
         self.session = DebugSession(engine, seed, batch_size)
         self.iteration = 0
         self.last: dict[DataNode, TensorList] = {}
+        self._output_names: list[str] = []
 
     @property
     def readers_known(self) -> bool:
@@ -304,6 +305,7 @@ class DebugRunner:
                 )
             batches.append(node.value)
         self.last = {d: d.value for d in session.nodes}
+        self._output_names = [node.name for node in outputs]
         return Delivery(tuple(batches), self.last, session.notes)
 
     def _run_definition(self, iteration: int, partial: bool) -> Sequence[DataNode]:
@@ -345,8 +347,18 @@ class DebugRunner:
     def nodes(self) -> dict[str, DataNode]:
         return {d.name: d for d in self.last}
 
+    def value(self, name: str) -> TensorList:
+        for node, batch in self.last.items():
+            if node.name == name:
+                return batch
+        known = ", ".join(d.name for d in self.last) or "none yet: call run() first"
+        raise GraphError(f"no batch for node {name!r} in the last run (nodes: {known})")
+
     def operators(self) -> list[OperatorNode]:
         return []  # no graph: the definition makes new nodes on every run
+
+    def output_names(self) -> list[str]:
+        return list(self._output_names)
 
     def rerun(self, changed: Sequence[str] | None) -> tuple[TensorList, ...]:
         raise GraphError("rerun() needs a normal pipeline (debug mode has no graph)")

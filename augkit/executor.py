@@ -12,7 +12,7 @@ scheduled (synchronously, prefetched, on any number of threads) changes no numbe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +61,9 @@ class Executor:
         trace: every node created while the pipeline was defined, in creation order (seeds
             are numbered by it, pruned nodes included, so pruning changes no seed).
         seed: the pipeline's resolved seed.
+        keep: outputs whose batches ``compute()`` must always return (the pipeline's outputs);
+            of the others, those that only later nodes of their chain read are let go within
+            the chain (``Engine.run_chain``'s ``transient``) unless ``keep_all`` is asked.
 
     Raises (when the pipeline is built):
         GraphError: an input of a kind its operator does not take (``augkit.static_checks``).
@@ -74,6 +77,7 @@ class Executor:
         nodes: list[OperatorNode],
         trace: Sequence[OperatorNode],
         seed: int,
+        keep: Collection[DataNode] = (),
     ) -> None:
         self.engine = engine
         self.nodes = nodes
@@ -92,6 +96,7 @@ class Executor:
         }
         self._connect_screens(nodes)
         self.steps = self._plan(nodes)
+        self.transient = self._transient(set(keep))
         self.producers = [n for n in nodes if n.schema.makes_batches]
         self.sources = [n for n in nodes if isinstance(self.impls[n.id], SourceOperator)]
 
@@ -135,6 +140,26 @@ class Executor:
                 steps.append([node])
         flush()
         return steps
+
+    def _transient(self, keep: set[DataNode]) -> dict[int, frozenset[DataNode]]:
+        """Per chain (by the id of its first node): the outputs read only by later nodes of
+        the same chain, and not kept."""
+        readers: dict[DataNode, set[int]] = {}
+        for node in self.nodes:
+            for d in (*node.inputs, *node.arg_nodes.values()):
+                readers.setdefault(d, set()).add(node.id)
+        transient = {}
+        for step in self.steps:
+            if len(step) < 2:
+                continue
+            ids = {n.id for n in step}
+            transient[step[0].id] = frozenset(
+                d
+                for n in step
+                for d in n.outputs
+                if d not in keep and readers.get(d) and readers[d] <= ids
+            )
+        return transient
 
     def _connect_screens(self, nodes: list[OperatorNode]) -> None:
         """A screening operator (``decoders.image(on_error="skip")``) screens its samples in
@@ -211,6 +236,7 @@ class Executor:
         values: dict[DataNode, TensorList],
         notes: IterationNotes | None = None,
         only: set[int] | None = None,
+        keep_all: bool = False,
     ) -> dict[DataNode, TensorList]:
         """Run every other operator of one iteration on the sources' ``values``. Safe to call
         for several iterations at once from different threads: operators keep no state
@@ -218,6 +244,7 @@ class Executor:
 
         ``only``: ids of the operators to run again; every other operator's outputs are taken
         from ``values`` (the viewer's slider moves recompute what follows a changed function).
+        ``keep_all``: return every node's batch, the chains' transient ones too.
         """
         ctx = self.engine.context(iteration, batch_size, False, notes)
         values = dict(values)
@@ -227,7 +254,10 @@ class Executor:
                 if self.engine.generation != generation:
                     raise CancelledError(f"iteration {iteration} was abandoned (cancel())")
                 if len(part) > 1:
-                    values.update(self.engine.run_chain(part, self.impls, ctx, values, self.kinds))
+                    transient = frozenset() if keep_all else self._chain_transient(step, part)
+                    values.update(
+                        self.engine.run_chain(part, self.impls, ctx, values, self.kinds, transient)
+                    )
                     continue
                 node = part[0]
                 inputs = [values[d] for d in node.inputs]
@@ -237,6 +267,19 @@ class Executor:
                 )
                 values.update(zip(node.outputs, outs, strict=True))
         return values
+
+    def _chain_transient(
+        self, step: list[OperatorNode], part: list[OperatorNode]
+    ) -> frozenset[DataNode]:
+        """The transient outputs of ``part`` of the chain ``step``: those whose readers all
+        run in this part (a part split off by a dense batch reads from outside)."""
+        transient = self.transient.get(step[0].id, frozenset())
+        if len(part) == len(step):
+            return transient
+        ids = {n.id for n in part}
+        later = [n for n in step if n.id not in ids]
+        needed = {d for n in later for d in (*n.inputs, *n.arg_nodes.values())}
+        return frozenset(d for d in transient if d.source.id in ids and d not in needed)
 
     def _parts(
         self,

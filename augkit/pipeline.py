@@ -394,6 +394,10 @@ class Pipeline:
         self.build()
         return self._runner.nodes()
 
+    def _output_names(self) -> list[str]:
+        """The names of the nodes the last ``run()`` returned, in order (for the viewer)."""
+        return self._runner.output_names() if self._runner is not None else []
+
     def _operators(self) -> list[OperatorNode]:
         """The operator nodes of the graph, in graph order (none before ``build()``, none in
         debug mode, which has no graph)."""
@@ -402,12 +406,9 @@ class Pipeline:
     def value(self, name: str) -> TensorList:
         """The batch of node ``name`` in the last ``run()`` (any node, not only the outputs:
         something DALI cannot show outside its debug mode)."""
-        last = self._runner.last if self._runner is not None else {}
-        for node, batch in last.items():
-            if node.name == name:
-                return batch
-        known = ", ".join(d.name for d in last) or "none yet: call run() first"
-        raise GraphError(f"no batch for node {name!r} in the last run (nodes: {known})")
+        if self._runner is None:
+            raise GraphError(f"no batch for node {name!r}: call run() first")
+        return self._runner.value(name)
 
     def rerun(self, changed: Sequence[str] | None = None) -> tuple[TensorList, ...]:
         """Run the last batch's samples through the graph again, without reading anything.

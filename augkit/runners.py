@@ -64,7 +64,7 @@ class GraphRunner:
     ) -> None:
         self.engine = engine
         self.outputs = list(outputs)
-        self.executor = Executor(engine, nodes, trace, seed)
+        self.executor = Executor(engine, nodes, trace, seed, keep=outputs)
         self.batch_size = batch_size
         self.iteration = 0  # the next run()'s iteration
         self.last_iteration = 0
@@ -131,6 +131,43 @@ class GraphRunner:
     def operators(self) -> list[OperatorNode]:
         return list(self.executor.nodes)
 
+    def output_names(self) -> list[str]:
+        return [d.name for d in self.outputs]
+
+    def value(self, name: str) -> TensorList:
+        """The batch of node ``name`` in the last run; one that a chain let go (a decoded
+        image only its resize read) is computed again, with the same iteration number, so the
+        same numbers."""
+        for node, batch in self.last.items():
+            if node.name == name:
+                return batch
+        wanted = self.nodes().get(name)
+        if wanted is None or not self.last:
+            known = ", ".join(self.nodes()) if self.last else "none yet: call run() first"
+            raise GraphError(f"no batch for node {name!r} in the last run (nodes: {known})")
+        self.last = self._complete(self.last, {wanted})
+        return self.last[wanted]
+
+    def _complete(
+        self, values: dict[DataNode, TensorList], wanted: set[DataNode]
+    ) -> dict[DataNode, TensorList]:
+        """``values`` with the batches of ``wanted`` that are not there, computed again from
+        what is there (with the last run's iteration number)."""
+        missing = {d for d in wanted if d not in values}
+        if not missing:
+            return values
+        needed: set[int] = set()
+        stack = [d.source for d in missing]
+        while stack:
+            node = stack.pop()
+            if node.id not in needed:
+                needed.add(node.id)
+                stack += [
+                    d.source for d in (*node.inputs, *node.arg_nodes.values()) if d not in values
+                ]
+        size = len(next(iter(values.values())))
+        return self.executor.compute(self.last_iteration, size, values, None, needed, keep_all=True)
+
     def rerun(self, changed: Sequence[str] | None) -> tuple[TensorList, ...]:
         """See ``Pipeline.rerun``."""
         if not self.last:
@@ -148,7 +185,14 @@ class GraphRunner:
             if missing:
                 raise GraphError(f"no operator named {missing} in this pipeline")
             only = executor.downstream({by_name[name].id for name in changed})
-            values = executor.compute(self.last_iteration, size, self.last, None, only)
+            reads = {
+                d
+                for n in executor.nodes
+                if n.id in only
+                for d in (*n.inputs, *n.arg_nodes.values())
+            }
+            last = self._complete(self.last, reads)  # what a chain let go, the rerun reads
+            values = executor.compute(self.last_iteration, size, last, None, only)
         # The readers' batches (and their skip records) are the last run()'s: already reported.
         self.last = values
         return tuple(values[d] for d in self.outputs)

@@ -85,3 +85,36 @@ def test_a_chain_raises_the_first_failing_node_at_its_lowest_sample(debug: bool)
     finally:
         pipe.close()
     assert info.value.operator == "crop" and info.value.sample_index == 3, str(info.value)
+
+
+def test_what_only_the_chain_reads_is_let_go_and_computed_again_when_asked():
+    """A decoded image that only its resize reads is let go within the chain (keeping 32
+    full-size images alive costs every kernel cache misses); ``pipe.value()`` computes it again
+    for the last batch, with the same numbers, and ``rerun`` of a node that reads it works."""
+
+    def define(debug: bool):
+        @pipeline_def(batch_size=4, num_threads=2, device_id=None, seed=3, debug=debug)
+        def small():
+            jpegs, _ = fn.readers.file(file_root=str(IMAGES), random_shuffle=True)
+            images = fn.decoders.image(jpegs, output_type=types.RGB, name="decode")
+            return fn.resize(images, size=(20, 30), name="resize")
+
+        return small()
+
+    normal, debug = define(False), define(True)
+    try:
+        for _ in range(2):
+            (resized,) = normal.run()
+            debug.run()
+        kept = {d.name for d in normal._runner.last}
+        assert "decode" not in kept and "resize" in kept
+        decoded = normal.value("decode")
+        for i in range(4):
+            np.testing.assert_array_equal(decoded.at(i), debug.value("decode").at(i))
+        assert decoded.source_info() == resized.source_info()
+        (again,) = normal.rerun(["resize"])
+        for i in range(4):
+            np.testing.assert_array_equal(again.at(i), resized.at(i))
+    finally:
+        normal.close()
+        debug.close()

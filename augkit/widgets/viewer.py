@@ -357,10 +357,7 @@ class Viewer:
     def _ran(self, outputs: tuple[TensorList, ...]) -> None:
         self._has_batch = True
         if not self._outputs:
-            names = list(self.pipe.nodes())
-            self._outputs = [
-                next((n for n in names if self.pipe.value(n) is out), "") for out in outputs
-            ]
+            self._outputs = self.pipe._output_names()
 
     def _refresh(self) -> None:
         self._sync_picker()
@@ -455,8 +452,12 @@ class Viewer:
 
     def _sources(self) -> list[str]:
         """The source files of the batch, from the first node that has them (a node computed
-        from no input, such as a random operator's, has none of its own)."""
-        for name in self.pipe.nodes():
+        from no input, such as a random operator's, has none of its own): the readers' first
+        (an intermediate node a chain let go would be computed again to be asked)."""
+        readers = [
+            d.name for n in self.pipe._operators() if n.schema.makes_batches for d in n.outputs
+        ]
+        for name in readers or self.pipe.nodes():
             sources = self.pipe.value(name).source_info()
             if any(sources):
                 return sources

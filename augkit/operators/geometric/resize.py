@@ -55,6 +55,7 @@ Decisions and traps for the next engineer:
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -111,11 +112,18 @@ class ResizePlan:
     src_hi: tuple[float, float]
 
 
+_FLOAT32 = struct.Struct("f")
+
+
 def _f32(value: float) -> float:
-    # A size beyond float32 becomes inf, as in DALI's float arithmetic; the output size check
-    # then refuses it with its message (NumPy would warn about the overflow).
-    with np.errstate(over="ignore"):
-        return float(np.float32(value))
+    """``value`` rounded to float32 (DALI's sizes are floats). A size beyond float32 becomes
+    inf, as in DALI's float arithmetic; the output size check then refuses it with its
+    message. (``struct``: a tenth of the time of ``np.float32`` under ``np.errstate``, and
+    plan_resize calls this ten times a sample.)"""
+    try:
+        return _FLOAT32.unpack(_FLOAT32.pack(value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
 
 
 def _adjust_output_size(
