@@ -90,7 +90,11 @@ class Prefetcher:
         self._short = False
         self._production = threading.Lock()  # one producer at a time: reads in order
         self._queue: collections.deque[Prefetched] = collections.deque()
+        # One lock, two conditions: the producer thread waits for permission to produce (and
+        # is not woken, nor made to take the GIL, by what only concerns run(): a new batch),
+        # run() waits for a batch.
         self._cond = threading.Condition()
+        self._producer = threading.Condition(self._cond)
         self._stopping = False
         self._ended = False  # no iteration will be produced any more
         self._pool = ThreadPoolExecutor(depth, "augkit-iteration")
@@ -109,7 +113,7 @@ class Prefetcher:
                     while not (
                         self._stopping or self._ended or (self._may_start() and not self._short)
                     ):
-                        self._cond.wait()
+                        self._producer.wait()
                     if self._stopping or self._ended:
                         return
                 with self._production:
@@ -178,11 +182,13 @@ class Prefetcher:
             with self._cond:
                 self._short = short
                 self._cond.notify_all()
+                self._producer.notify_all()
 
     def _end(self) -> None:
         with self._cond:
             self._ended = True
             self._cond.notify_all()
+            self._producer.notify_all()
 
     def _push(self, item: Prefetched) -> None:
         with self._cond:
@@ -194,7 +200,8 @@ class Prefetcher:
         has ended and nothing is left."""
         with self._cond:
             self._requested += 1
-            self._cond.notify_all()
+            if not self._short:
+                self._producer.notify_all()
         while True:
             if self._short:  # short iterations: produce what DALI's rule allows, here
                 with self._production:
@@ -215,18 +222,20 @@ class Prefetcher:
         producer thread only (it may be reading, and the readers must be still before they are
         rewound); iterations not started are cancelled, and those being computed are left to
         end by themselves (``Engine.cancel()`` makes them stop at their next operator)."""
+        self._stop()
+        self._thread.join()
+        self.close(wait=False)
+
+    def _stop(self) -> None:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-        self._thread.join()
-        self.close(wait=False)
+            self._producer.notify_all()
 
     def close(self, wait: bool = True) -> None:
         """Stop producing, wait for what is being computed (unless ``wait`` is False: from a
         finalizer, where joining a thread can deadlock), drop everything queued."""
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
+        self._stop()
         if wait:
             self._thread.join()
         for item in list(self._queue):
