@@ -592,6 +592,14 @@ class BoundCheck:
     max_abs_diff: int
 
 
+def difference(name: str, got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """``|got - want|`` per pixel (int16), for the accuracy checks; a shape that differs is an
+    error naming the file."""
+    if got.shape != want.shape:
+        raise ValueError(f"{name}: augkit gave shape {got.shape}, expected {want.shape}")
+    return np.abs(got.astype(np.int16) - want.astype(np.int16))
+
+
 def check_bound(workload: Workload, file_root: Path, limit: int | None = None) -> BoundCheck:
     """Whether the bound computes what augkit's pipeline does (untimed, once per run): the
     workload's augkit pipeline (``build_augkit_pipeline``'s, written the same way) with both
@@ -631,12 +639,7 @@ def check_bound(workload: Workload, file_root: Path, limit: int | None = None) -
                     function, str(file_root / names[k]), str(file_root / second[k])
                 )
                 for out, want in zip(outputs, wants, strict=True):
-                    got = np.asarray(out.at(i))
-                    if got.shape != want.shape:
-                        raise ValueError(
-                            f"{names[k]}: augkit gave {got.shape}, the bound {want.shape}"
-                        )
-                    diff = np.abs(got.astype(np.int16) - want.astype(np.int16))
+                    diff = difference(names[k], np.asarray(out.at(i)), want)
                     total += float(diff.sum())
                     pixels += diff.size
                     identical += int(not diff.any())
@@ -683,12 +686,7 @@ def measure_accuracy(
         for (batch,) in pipe.epoch(last_batch_policy="partial"):
             for i in range(len(batch)):
                 name = batch.source_info(i)
-                got, want = batch.at(i), decode_resize(reference[name])
-                if got.shape != want.shape:
-                    raise ValueError(
-                        f"{name}: augkit gave shape {got.shape}, expected {want.shape}"
-                    )
-                diff = np.abs(got.astype(np.int16) - want.astype(np.int16))
+                diff = difference(name, batch.at(i), decode_resize(reference[name]))
                 total += float(diff.sum())
                 pixels += diff.size
                 if diff.mean() > worst:
