@@ -123,6 +123,7 @@ class _BatchArgs:
     def __init__(self) -> None:
         self.ready = threading.Event()
         self.value: dict[str, Any] | None = None  # None once ready: it could not be worked out
+        self.args: dict[str, Any] = {}  # the node's constant arguments with them
 
 
 class _Sources:
@@ -130,6 +131,23 @@ class _Sources:
 
     def __init__(self, source_info: Sequence[str]) -> None:
         self._source_info = source_info
+
+
+@dataclass
+class _Link:
+    """One node of a chain, prepared once per run: where its inputs are (a slot of the
+    sample's own values, or an outside batch's samples), its kernel, and the slots its outputs
+    go to and the slots it is the last to read."""
+
+    node: OperatorNode
+    impl: Any
+    kernel: Callable[..., Any]
+    inputs: list[tuple[int, Sequence[Any] | None]]  # (slot, None) or (-1, outside samples)
+    layouts: list[str]
+    outputs: list[int]
+    drops: list[int]
+    arg_batches: dict[str, TensorList]
+    stream: Any
 
 
 class _Chain:
@@ -147,15 +165,6 @@ class _Chain:
     ) -> None:
         self.engine, self.nodes, self.impls, self.ctx = engine, nodes, impls, ctx
         self.values, self.kinds = values, kinds
-        # After node k has run, the transient outputs it was the last in the chain to read.
-        last_reader: dict[DataNode, int] = {}
-        for position, node in enumerate(nodes):
-            for d in (*node.inputs, *node.arg_nodes.values()):
-                if d in transient:
-                    last_reader[d] = position
-        self.drop_after: list[list[DataNode]] = [[] for _ in nodes]
-        for d, position in last_reader.items():
-            self.drop_after[position].append(d)
         self.transient = transient
         first = next(d for node in nodes for d in node.inputs if d in values)
         self.n = n = len(values[first])
@@ -177,13 +186,34 @@ class _Chain:
                         f"samples",
                         operator=node.name,
                     )
-        self.args = [{k: values[d] for k, d in node.arg_nodes.items()} for node in nodes]
-        self.streams = [
-            sample_streams(impls[node.id].stream_key, ctx.iteration, n)
-            if getattr(impls[node.id], "random", False)
-            else None
-            for node in nodes
-        ]
+        # A slot per batch the chain makes; what a sample's task holds is a list of them.
+        self.slot = {d: k for k, d in enumerate(d for node in nodes for d in node.outputs)}
+        last_reader: dict[DataNode, int] = {}
+        for position, node in enumerate(nodes):
+            for d in node.inputs:
+                if d in transient:
+                    last_reader[d] = position
+        self.links = []
+        for position, node in enumerate(nodes):
+            impl: Any = impls[node.id]
+            self.links.append(
+                _Link(
+                    node,
+                    impl,
+                    getattr(impl, impl.device),
+                    [
+                        (self.slot[d], None) if d in self.slot else (-1, values[d]._samples)
+                        for d in node.inputs
+                    ],
+                    [self.layout[d] for d in node.inputs],
+                    [self.slot[d] for d in node.outputs],
+                    [self.slot[d] for d, p in last_reader.items() if p == position],
+                    {k: values[d] for k, d in node.arg_nodes.items()},
+                    sample_streams(impl.stream_key, ctx.iteration, n)
+                    if getattr(impl, "random", False)
+                    else None,
+                )
+            )
         self.failures: list[_Failure] = []
         self.batch_args = [_BatchArgs() for _ in nodes]
         for position, node in enumerate(nodes):
@@ -192,18 +222,20 @@ class _Chain:
 
     def _work_out(self, position: int, inputs: Sequence[TensorList]) -> None:
         holder = self.batch_args[position]
-        node = self.nodes[position]
+        link = self.links[position]
         try:
-            holder.value = self.impls[node.id].batch_args(inputs)  # type: ignore[attr-defined]
+            value = link.impl.batch_args(inputs)
+            holder.value = value
+            holder.args = {**link.impl.args, **value} if value else link.impl.args
         except AugkitError as exc:
             self.failures.append(_Failure(position, -1, exc))
         except Exception as exc:
-            error = OperatorError(f"{type(exc).__name__}: {exc}", operator=node.name)
+            error = OperatorError(f"{type(exc).__name__}: {exc}", operator=link.node.name)
             error.__cause__ = exc
             self.failures.append(_Failure(position, -1, error))
         holder.ready.set()
 
-    def _one(self, i: int) -> tuple[dict[DataNode, Any], list[float]]:
+    def _one(self, i: int) -> tuple[list[Any], list[float]]:
         try:
             return self._samples_of(i)
         finally:
@@ -211,46 +243,50 @@ class _Chain:
                 for holder in self.batch_args:
                     holder.ready.set()
 
-    def _samples_of(self, i: int) -> tuple[dict[DataNode, Any], list[float]]:
-        local: dict[DataNode, Any] = {}
+    def _samples_of(self, i: int) -> tuple[list[Any], list[float]]:
+        local: list[Any] = [None] * len(self.slot)
         durations: list[float] = []
-        for position, node in enumerate(self.nodes):
-            impl: Any = self.impls[node.id]
+        for position, link in enumerate(self.links):
             start = time.perf_counter()
-            samples = [local[d] if d in local else self.values[d]._samples[i] for d in node.inputs]
+            samples = [local[slot] if slot >= 0 else outside[i] for slot, outside in link.inputs]
             holder = self.batch_args[position]
             if i == 0 and not holder.ready.is_set():
                 shells = [
-                    TensorList([s], self.layout[d])
-                    for s, d in zip(samples, node.inputs, strict=True)
+                    TensorList([s], layout) for s, layout in zip(samples, link.layouts, strict=True)
                 ]
                 self._work_out(position, shells)
             holder.ready.wait()
             if holder.value is None:  # it failed: so does this node, before any sample
                 return local, durations
+            impl = link.impl
             try:
-                args = impl.sample_args(self.args[position], i)
-                if holder.value:
-                    args = {**args, **holder.value}
-                for k, (sample, d) in enumerate(zip(samples, node.inputs, strict=True)):
-                    impl.check_input(k, sample, self.layout[d])
-                if self.streams[position] is not None:
-                    args = {**args, "rng": self.streams[position].generator(i)}
-                out = getattr(impl, impl.device)(*samples, **args)
+                if link.arg_batches:
+                    args = impl.sample_args(link.arg_batches, i)
+                    if holder.value:
+                        args = {**args, **holder.value}
+                else:
+                    args = holder.args
+                for k, sample in enumerate(samples):
+                    impl.check_input(k, sample, link.layouts[k])
+                if link.stream is not None:
+                    args = {**args, "rng": link.stream.generator(i)}
+                out = link.kernel(*samples, **args)
             except AugkitError as exc:
                 self.failures.append(_Failure(position, i, exc))
                 return local, durations
             except Exception as exc:
-                sources = [_Sources(self.sources[node.inputs[0]])]
+                sources = [_Sources(self.sources[link.node.inputs[0]])]
                 error = impl.fail(f"{type(exc).__name__}: {exc}", i, sources)
                 error.__cause__ = exc
                 self.failures.append(_Failure(position, i, error))
                 return local, durations
-            outs = out if isinstance(out, tuple) else (out,)
-            for data, sample in zip(node.outputs, outs, strict=True):
-                local[data] = finish(sample)
-            for data in self.drop_after[position]:
-                del local[data]
+            if isinstance(out, tuple):
+                for slot, sample in zip(link.outputs, out, strict=True):
+                    local[slot] = finish(sample)
+            else:
+                local[link.outputs[0]] = finish(out)
+            for slot in link.drops:
+                local[slot] = None
             durations.append(time.perf_counter() - start)
         return local, durations
 
@@ -261,20 +297,20 @@ class _Chain:
             raise first.error
         made: dict[DataNode, TensorList] = {}
         threads = max(1, min(self.engine.num_threads, self.n))
-        for position, node in enumerate(self.nodes):
-            impl: Any = self.impls[node.id]
+        for position, link in enumerate(self.links):
+            node, impl = link.node, link.impl
             node_kinds = self.kinds.get(node.id, [])
             for k, data in enumerate(node.outputs):
                 if data in self.transient:
                     continue
-                batch = TensorList(
-                    [local[data] for local, _ in results],
+                slot = self.slot[data]
+                made[data] = TensorList(
+                    [local[slot] for local, _ in results],
                     self.layout[data],
                     self.sources[data],
                     dtype=impl.empty_dtype(k),
                     kind=node_kinds[k] if k < len(node_kinds) else GENERIC,
                 )
-                made[data] = batch
             seconds = sum(durations[position] for _, durations in results) / threads
             self.engine.timings.add(node.name, node.schema.name, seconds)
         return made

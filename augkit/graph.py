@@ -142,8 +142,9 @@ class DataNode:
     def __ge__(self, other: Any) -> Any:
         return _expression("ge", self, other)
 
-    def __hash__(self) -> int:
-        return id(self) >> 4
+    # Defining __eq__ drops the inherited hash; nodes are dictionary keys by identity (the
+    # executor's batches), and object's hash is C-fast where a Python __hash__ costs a call.
+    __hash__ = object.__hash__
 
     def __bool__(self) -> bool:
         raise TypeError(
