@@ -21,6 +21,7 @@ so that iterations in flight stop at their next operator.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -379,22 +380,44 @@ class Engine:
 
     # --- resources ----------------------------------------------------------------------------
     def map(self, fn: Callable[[int], Any], n: int) -> list[Any]:
-        """``[fn(0), ..., fn(n-1)]`` over the pool; the lowest failing index's error is raised,
-        so that which error a batch reports does not depend on thread timing."""
+        """``[fn(0), ..., fn(n-1)]`` on ``num_threads`` threads: the calling thread and
+        ``num_threads - 1`` of the pool's, each taking the next index in turn; the lowest
+        failing index's error is raised, so that which error a batch reports does not depend
+        on thread timing.
+
+        The caller works rather than waits: an iteration thread (or run() itself) computes
+        samples of its own batch instead of handing every one to the pool and sleeping until
+        they come back (measured on decode + resize: 32 hand-overs a batch and an idle thread
+        per iteration in flight cost ~8% against the same kernels on plain threads)."""
         if self.num_threads < 2 or n < 2:
             return [fn(i) for i in range(n)]
         pool = self._pool
         if pool is None:
             with self._lock:  # started on first use, and again after close()
                 if self._pool is None:
-                    self._pool = ThreadPoolExecutor(self.num_threads, "augkit")
+                    self._pool = ThreadPoolExecutor(self.num_threads - 1, "augkit")
                 pool = self._pool
-        futures = [pool.submit(fn, i) for i in range(n)]
-        errors = [f.exception() for f in futures]
-        for error in errors:
-            if error is not None:
-                raise error
-        return [f.result() for f in futures]
+        results: list[Any] = [None] * n
+        errors: dict[int, BaseException] = {}
+        indices = itertools.count()
+
+        def work() -> None:
+            while (i := next(indices)) < n:
+                try:
+                    results[i] = fn(i)
+                except Exception as exc:
+                    errors[i] = exc
+
+        helpers = [pool.submit(work) for _ in range(min(self.num_threads - 1, n - 1))]
+        work()
+        for helper in helpers:
+            # A helper that has not started finds nothing left: cancelled, never waited for
+            # (so a map called from a pool thread cannot wait on a thread it occupies).
+            if not helper.cancel():
+                helper.result()
+        if errors:
+            raise errors[min(errors)]
+        return results
 
     def workers(self) -> Any:
         """The pool of ``py_num_workers`` worker processes for Python operators, started on
