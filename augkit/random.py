@@ -94,7 +94,11 @@ def philox(key: int, counters: np.ndarray) -> np.ndarray:
 
     Example:
         >>> philox(0, np.zeros((4, 1), np.uint64))[:, 0].tolist() == [
-        ...     0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
+        ...     0x6627E8D5,
+        ...     0xE169C58D,
+        ...     0xBC57AC4C,
+        ...     0x9B00DBD8,
+        ... ]
         True
     """
     keys = _key_schedule(key)
@@ -212,6 +216,7 @@ def call_seed() -> int:
             transform = per_thread_transform()  # one Albumentations Compose per thread
             transform.set_random_seed(augkit.random.call_seed())
             return transform(image=image)["image"]
+
 
         def noisy(image):
             rng = np.random.default_rng(augkit.random.call_seed())

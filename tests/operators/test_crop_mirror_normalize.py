@@ -253,7 +253,7 @@ def test_layout_and_channel_errors(
 
 def test_a_declared_layout_without_channels_is_refused_at_build(photos: list[np.ndarray]) -> None:
     sample = np.ascontiguousarray(photos[0][..., 0])
-    with pytest.raises(GraphError, match="2-D samples with layout 'HW'.*a channel axis"):
+    with pytest.raises(GraphError, match=r"2-D samples with layout 'HW'.*a channel axis"):
         run_operator("crop_mirror_normalize", [[sample]], layout="HW")
 
 
