@@ -63,7 +63,7 @@ class EpochCursor:
         >>> epoch, pos = cursor.start()
         >>> picks, e, p = cursor.take(epoch, epoch, pos, 3, partial=False, pad=True)
         >>> cursor.commit(epoch, e, p)
-        ... picks, cursor.left_in_epoch()
+        >>> picks, cursor.left_in_epoch()
         ([0, 1, 2], 2)
     """
 
