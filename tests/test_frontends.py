@@ -57,3 +57,28 @@ def test_dali_names_the_tutorial_uses():
         assert callable(getattr(fn, name))
     assert callable(fn.readers.file) and callable(fn.decoders.image)
     assert callable(fn.random.uniform) and callable(fn.random.coin_flip)
+
+
+@pytest.mark.parametrize("schema", PUBLIC, ids=lambda s: s.name)
+def test_one_resolver_finds_an_operator_by_every_name_it_goes_by(schema):
+    from augkit.operators.registry import resolve
+
+    fn_prefix, ops_prefix = (
+        ("fn.", "ops.")
+        if not schema.module
+        else (
+            f"{schema.module}.fn.",
+            f"{schema.module}.",
+        )
+    )
+    names = [schema.name, schema.class_name, f"{fn_prefix}{schema.name}"]
+    names += [f"{ops_prefix}{schema.class_name}", *schema.aliases, *schema.fn_aliases]
+    for name in names:
+        assert resolve(name) is schema, name
+
+
+def test_the_resolver_suggests_a_close_name():
+    from augkit.operators.registry import resolve
+
+    with pytest.raises(KeyError, match=r"Did you mean 'readers\.file'"):
+        resolve("readers.fille")
