@@ -332,29 +332,41 @@ def build_augkit_pipeline(
     readers, decode, resize, and the workload's function as ``fn.python_function``.
     ``py_num_workers=None`` leaves augkit's default; ``settings`` are more ``Pipeline``
     arguments (``debug=True``, ``exec_async=False``...)."""
-    from augkit import fn, pipeline_def, types
+    from augkit import pipeline_def
 
     extra = {} if py_num_workers is None else {"py_num_workers": py_num_workers}
     extra.update(settings or {})
     function = workload.function
 
-    @pipeline_def(
-        batch_size=BATCH_SIZE, num_threads=num_threads, device_id=None, seed=seed, **extra
+    pairs = pipeline_def(
+        define_pairs,
+        batch_size=BATCH_SIZE,
+        num_threads=num_threads,
+        device_id=None,
+        seed=seed,
+        **extra,
     )
-    def pairs(root: str) -> Any:
-        images = []
-        for _ in range(2):
-            jpegs, _ = fn.readers.file(file_root=root, random_shuffle=True)
-            decoded = fn.decoders.image(jpegs, output_type=types.RGB)
-            images.append(fn.resize(decoded, resize_x=OUT_SIZE, resize_y=OUT_SIZE))
-        if function is None:
-            return tuple(images)
-        out1, out2 = fn.python_function(*images, function=function, num_outputs=2)
-        return out1, out2
-
-    pipe = pairs(str(file_root))
+    reader = {"random_shuffle": True}
+    pipe = pairs(str(file_root), function, [reader, reader])
     pipe.build()
     return pipe
+
+
+def define_pairs(root: str, function: Any, readers: list[dict[str, Any]]) -> Any:
+    """The workloads' augkit pipeline, as a user writes it: one reader per entry of
+    ``readers`` (its arguments), decode, resize, and ``function`` (if any) on the pairs as a
+    ``fn.python_function``. The benchmark and the bound's check both build this one."""
+    from augkit import fn, types
+
+    images = []
+    for args in readers:
+        jpegs, _ = fn.readers.file(file_root=root, **args)
+        decoded = fn.decoders.image(jpegs, output_type=types.RGB)
+        images.append(fn.resize(decoded, resize_x=OUT_SIZE, resize_y=OUT_SIZE))
+    if function is None:
+        return tuple(images)
+    out1, out2 = fn.python_function(*images, function=function, num_outputs=2)
+    return out1, out2
 
 
 def augkit_default_py_num_workers() -> Any:
@@ -606,27 +618,18 @@ def check_bound(workload: Workload, file_root: Path, limit: int | None = None) -
     readers in file order, the second one's file list rotated by one so that each pair holds
     two different photos, against ``BoundKernels.pair`` on the same two files, output by
     output; the first ``limit`` pairs (all files by default)."""
-    from augkit import fn, pipeline_def, types
+    from augkit import pipeline_def
 
     names = list_bench_files(file_root)
     second = names[1:] + names[:1]
     count = len(names) if limit is None else min(limit, len(names))
     function = workload.function
 
-    @pipeline_def(batch_size=BATCH_SIZE, num_threads=NUM_THREADS, device_id=None, seed=1)
-    def in_order(root: str) -> Any:
-        images = []
-        for files in (None, second):
-            jpegs, _ = fn.readers.file(file_root=root, files=files, random_shuffle=False)
-            decoded = fn.decoders.image(jpegs, output_type=types.RGB)
-            images.append(fn.resize(decoded, resize_x=OUT_SIZE, resize_y=OUT_SIZE))
-        if function is None:
-            return tuple(images)
-        out1, out2 = fn.python_function(*images, function=function, num_outputs=2)
-        return out1, out2
-
+    in_order = pipeline_def(
+        define_pairs, batch_size=BATCH_SIZE, num_threads=NUM_THREADS, device_id=None, seed=1
+    )
     kernels = bound_kernels()
-    pipe = in_order(str(file_root))
+    pipe = in_order(str(file_root), function, [{}, {"files": second}])
     pipe.build()
     total, pixels, identical, max_diff, k = 0.0, 0, 0, 0, 0
     try:
