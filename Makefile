@@ -16,7 +16,7 @@ ifeq ($(shell id -u),0)
 LAB_FLAGS = --allow-root
 endif
 
-.PHONY: venv test lint format demo lab bench clean distclean
+.PHONY: venv test lint format demo lab bench dali-venv dali-reference dali-parity clean distclean
 
 venv: $(STAMP) $(CHROMIUM)
 
@@ -63,6 +63,20 @@ bench: venv
 	@if [ -f benchmarks/__main__.py ]; then $(BIN)/python -m benchmarks; \
 	elif [ -f benchmarks/run.py ]; then $(BIN)/python benchmarks/run.py; \
 	else echo "no benchmarks yet (benchmarks/__main__.py or benchmarks/run.py)" >&2; exit 1; fi
+
+# DALI 2.4 in a side venv (a 424 MB wheel, one time): the benchmark's contender and the source
+# of the stored parity references (tests/dali_parity).
+DALI_VENV = benchmarks/_work/dali-venv
+dali-venv: venv
+	$(BIN)/python -c "import pathlib, benchmarks.dali as d; d.ensure_dali_venv(pathlib.Path('$(DALI_VENV)'), print)"
+
+# DALI's outputs of the parity cases, stored in tests/dali_parity/reference/ (FAMILIES=... for
+# some of them); then the table of closeness, docs/dali_parity.md.
+dali-reference: dali-venv
+	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/dali_parity/generate.py $(FAMILIES)
+
+dali-parity: venv
+	$(BIN)/python -m tests.dali_parity.report
 
 clean:
 	rm -rf out build dist .pytest_cache .ruff_cache .hypothesis benchmarks/_work

@@ -153,3 +153,19 @@ def trim_allocator() -> None:
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+@functools.cache
+def opencv() -> Any:
+    """OpenCV (``cv2``), set up for augkit's kernels: its own thread pool off
+    (``cv2.setNumThreads(1)``), because the pipeline's threads are the parallelism (as in DALI)
+    and a kernel that spread itself over the cores would make ``num_threads=1`` mean nothing and
+    oversubscribe the rest. OpenCV's functions release the GIL.
+
+    Import it through here (in ``OperatorImpl.setup``, on the building thread), never with a
+    bare ``import cv2`` in a kernel. The setting is process-wide: a user's own ``cv2`` calls in
+    a Python function run single-threaded too."""
+    import cv2
+
+    cv2.setNumThreads(1)
+    return cv2

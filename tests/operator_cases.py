@@ -268,6 +268,25 @@ CASES: dict[str, OperatorCase] = {
     ),
 }
 
+
+def _family_rows() -> None:
+    """The rows of ``tests/cases/<family>.py`` (``CASES`` there), one file per family of
+    operators, merged into ``CASES``: a name in two files is an error."""
+    import importlib
+    import pkgutil
+
+    from tests import cases as package
+
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        rows = importlib.import_module(f"tests.cases.{info.name}").CASES
+        for name, row in rows.items():
+            if name in CASES:
+                raise ValueError(f"tests/cases/{info.name}.py: {name} has a row already")
+            CASES[name] = row
+
+
+_family_rows()
+
 # Every operator a user can call (``augkit.fn``, ``augkit.ops``, the plugin), in name order.
 PUBLIC = sorted(name for name, schema in REGISTRY.items() if schema.public)
 

@@ -1,0 +1,162 @@
+"""What a parity case is, and the inputs cases run on. NumPy only (the DALI venv loads it).
+
+A case (one row of a family's ``CASES`` list)::
+
+    ParityCase(
+        "hue_30",  # unique name within the family
+        lambda fn, types, x: fn.hue(x, hue=30.0),
+        input="images",  # which of INPUT_SETS ``x`` is
+        max_diff=1,
+        mean_diff=0.05,  # allowed |augkit - DALI|: largest and mean
+        note="DALI rounds in float32",  # for docs/dali_parity.md
+    )
+
+``body`` returns one node or a tuple of nodes (every output is compared). Per-sample argument
+values that must be the same in both libraries come from an external source, not from
+``fn.random.*`` (the two libraries' random streams differ): ``per_sample(fn, [10.0, -20.0, 33.0,
+5.0])`` gives one value per sample of the batch.
+
+Decisions and traps:
+
+- The inputs are stored, not recomputed: Pillow's resampling (which made them) may change with
+  its version, and then every reference would be stale.
+- Bodies must use only arguments that both libraries accept with the same meaning.
+- ``max_diff``/``mean_diff`` are in the output's units (levels for uint8); ``None`` for
+  ``max_diff`` allows any largest difference (say why in ``note``). Shapes, dtypes and layouts
+  must always be equal.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pathlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+REFERENCE = HERE / "reference"
+INPUTS_FILE = REFERENCE / "inputs.npz"
+PHOTOS_DIR = HERE.parents[1] / "data" / "images"
+# The photos of the input sets; "jpegs" are these files as they are (read, not stored).
+PHOTOS = [
+    "animals/chelsea_cat.jpg",
+    "objects/coffee_cup.jpg",
+    "people/astronaut_eileen_collins.jpg",
+    "space/hubble_deep_field.jpg",
+]
+
+# name -> layout of each input set in inputs.npz (samples stored as "<set>/<i>").
+INPUT_SETS = {
+    "images": "HWC",  # 4 photos, uint8 RGB, different sizes (about 48-80 pixels a side)
+    "gray": "HWC",  # the same photos as 1-channel uint8 (HWC with C=1)
+    "float": "HWC",  # the photos as float32 in [0, 1]
+    "chw": "CHW",  # the photos transposed to CHW, uint8
+    "jpegs": "",  # 4 JPEG files of data/images, as 1-D uint8 arrays (encoded)
+    "vectors": "",  # 4 float32 1-D arrays of different lengths (tensor and maths operators)
+    "matrices": "",  # 4 float32 2-D arrays (3x4, 5x2, ...) with negative values
+}
+
+
+@dataclass(frozen=True)
+class ParityCase:
+    name: str
+    body: Callable[[Any, Any, Any], Any]
+    input: str = "images"
+    max_diff: float | None = 0
+    mean_diff: float = 0.0
+    note: str = ""
+    family: str = ""
+
+    def __post_init__(self) -> None:
+        if self.input not in INPUT_SETS:
+            raise ValueError(f"{self.name}: input must be one of {sorted(INPUT_SETS)}")
+
+
+def per_sample(fn: Any, values: list[Any], dtype: Any = np.float32) -> Any:
+    """An external source giving sample ``i`` the value ``values[i]`` (as a 0-D array, or an
+    N-D one when the values are lists): the same per-sample argument in DALI and augkit."""
+    batch = [np.asarray(v, dtype=dtype) for v in values]
+    return fn.external_source(source=lambda: batch, batch=True)
+
+
+def load_inputs(path: pathlib.Path = INPUTS_FILE) -> dict[str, list[np.ndarray]]:
+    """The input sets: name -> list of samples."""
+    with np.load(path) as stored:
+        sets: dict[str, list[np.ndarray]] = {}
+        for key in sorted(stored.files, key=lambda k: (k.split("/")[0], int(k.split("/")[1]))):
+            name, _ = key.split("/")
+            sets.setdefault(name, []).append(stored[key])
+    sets["jpegs"] = [np.frombuffer((PHOTOS_DIR / p).read_bytes(), np.uint8) for p in PHOTOS]
+    return sets
+
+
+def families() -> dict[str, list[ParityCase]]:
+    """Every family's cases: ``cases_<family>.py`` -> its ``CASES``, each case tagged."""
+    found: dict[str, list[ParityCase]] = {}
+    for info in sorted(pkgutil.iter_modules([str(HERE)]), key=lambda i: i.name):
+        if not info.name.startswith("cases_"):
+            continue
+        family = info.name.removeprefix("cases_")
+        module = importlib.import_module(f"{__package__}.{info.name}")
+        cases = [ParityCase(**{**c.__dict__, "family": family}) for c in module.CASES]
+        names = [c.name for c in cases]
+        if len(set(names)) != len(names):
+            raise ValueError(f"cases_{family}.py: case names repeat")
+        found[family] = cases
+    return found
+
+
+def reference_file(family: str) -> pathlib.Path:
+    return REFERENCE / f"{family}.npz"
+
+
+def flatten(outputs: list[list[np.ndarray]], layouts: list[str]) -> dict[str, np.ndarray]:
+    """Outputs (per output, per sample) as npz entries "<output>/<sample>", plus the layouts."""
+    entries = {f"{k}/{i}": s for k, samples in enumerate(outputs) for i, s in enumerate(samples)}
+    entries["layouts"] = np.array(layouts, dtype="U16")
+    return entries
+
+
+def stored_outputs(family: str) -> dict[str, tuple[list[list[np.ndarray]], list[str]]]:
+    """DALI's stored outputs of a family: case name -> (per output, per sample; layouts)."""
+    path = reference_file(family)
+    result: dict[str, tuple[list[list[np.ndarray]], list[str]]] = {}
+    with np.load(path, allow_pickle=False) as stored:
+        per_case: dict[str, dict[str, np.ndarray]] = {}
+        for key in stored.files:
+            case, rest = key.split(":", 1)
+            per_case.setdefault(case, {})[rest] = stored[key]
+    for case, entries in per_case.items():
+        layouts = [str(s) for s in entries.pop("layouts").tolist()]
+        outputs: list[list[np.ndarray]] = []
+        for key in sorted(entries, key=lambda k: tuple(int(p) for p in k.split("/"))):
+            k, _ = (int(p) for p in key.split("/"))
+            while len(outputs) <= k:
+                outputs.append([])
+            outputs[k].append(entries[key])
+        result[case] = (outputs, layouts)
+    return result
+
+
+def run_case(pipeline_class: Any, fn: Any, types: Any, case: ParityCase, inputs: dict) -> Any:
+    """``case`` run once on its input set by a library (DALI's or augkit's ``Pipeline``, ``fn``
+    and ``types``): one iteration, one thread, the whole input set as the batch. Returns
+    (outputs: per output, per sample; layouts)."""
+    batch = inputs[case.input]
+    layout = INPUT_SETS[case.input]
+    pipe = pipeline_class(batch_size=len(batch), num_threads=1, device_id=None, seed=1234)
+    with pipe:
+        x = fn.external_source(source=lambda: batch, batch=True, layout=layout or None)
+        outs = case.body(fn, types, x)
+        outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+        pipe.set_outputs(*outs)
+    pipe.build()
+    result = pipe.run()
+    outputs = [[np.array(out.at(i)) for i in range(len(batch))] for out in result]
+    layouts = [str(out.layout() or "") for out in result]
+    del pipe
+    return outputs, layouts
