@@ -5,7 +5,7 @@
 See ``docs/architecture.md`` for the layers and ``README.md`` for the Quickstart.
 """
 
-from augkit import fn, ops, types
+from augkit import fn, math, ops, types
 from augkit.errors import ArgumentError, AugkitError, DeviceError, GraphError, OperatorError
 from augkit.pipeline import Pipeline, pipeline_def
 from augkit.tensors import Tensor, TensorList
@@ -22,6 +22,7 @@ __all__ = [
     "Tensor",
     "TensorList",
     "fn",
+    "math",
     "ops",
     "pipeline_def",
     "types",

@@ -120,8 +120,62 @@ class DataNode:
     def __rtruediv__(self, other: Any) -> Any:
         return _expression("truediv", other, self)
 
+    def __floordiv__(self, other: Any) -> Any:
+        return _expression("floordiv", self, other)
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return _expression("floordiv", other, self)
+
+    def __mod__(self, other: Any) -> Any:
+        return _expression("mod", self, other)
+
+    def __rmod__(self, other: Any) -> Any:
+        return _expression("mod", other, self)
+
+    def __pow__(self, other: Any) -> Any:
+        return _expression("pow", self, other)
+
+    def __rpow__(self, other: Any) -> Any:
+        return _expression("pow", other, self)
+
+    def __and__(self, other: Any) -> Any:
+        return _expression("and", self, other)
+
+    def __rand__(self, other: Any) -> Any:
+        return _expression("and", other, self)
+
+    def __or__(self, other: Any) -> Any:
+        return _expression("or", self, other)
+
+    def __ror__(self, other: Any) -> Any:
+        return _expression("or", other, self)
+
+    def __xor__(self, other: Any) -> Any:
+        return _expression("xor", self, other)
+
+    def __rxor__(self, other: Any) -> Any:
+        return _expression("xor", other, self)
+
+    def __lshift__(self, other: Any) -> Any:
+        return _expression("lshift", self, other)
+
+    def __rlshift__(self, other: Any) -> Any:
+        return _expression("lshift", other, self)
+
+    def __rshift__(self, other: Any) -> Any:
+        return _expression("rshift", self, other)
+
+    def __rrshift__(self, other: Any) -> Any:
+        return _expression("rshift", other, self)
+
     def __neg__(self) -> Any:
-        return _expression("sub", 0, self)
+        return _expression("neg", self)
+
+    def __pos__(self) -> Any:
+        return _expression("pos", self)
+
+    def __invert__(self) -> Any:
+        return _expression("invert", self)
 
     # --- comparisons: per-sample bool nodes, as DALI's (``horizontal=coin == 1``) -----------
     def __eq__(self, other: Any) -> Any:  # type: ignore[override]
@@ -168,20 +222,23 @@ class DataNode:
         ).replace("'...'", "...")
 
 
-def _expression(op: str, left: Any, right: Any) -> Any:
-    """The node of ``left <op> right`` (one of them a DataNode; the other a node or a Python
+NUMBERS = (bool, int, float, np.generic)
+
+
+def _expression(op: str, *operands: Any) -> Any:
+    """The node of ``op`` on ``operands`` (at least one a DataNode; the others nodes or Python
     ``bool``/``int``/``float``), computed by the internal ``_arithmetic`` operator
-    (``augkit.operators.arithmetic``: DALI's type promotion)."""
+    (``augkit.operators.arithmetic``: DALI's type promotion). ``NotImplemented`` for another
+    kind of operand (Python then tries the other side, or raises TypeError)."""
     cls = operator_class(REGISTRY["_arithmetic"])
-    if isinstance(left, DataNode) and isinstance(right, DataNode):
-        device = "gpu" if "gpu" in (left.device, right.device) else "cpu"
-        return cls(op=op, device=device)(left, right)
-    node, scalar, scalar_left = (
-        (left, right, False) if isinstance(left, DataNode) else (right, left, True)
-    )
-    if not isinstance(scalar, (bool, int, float, np.generic)):
+    nodes = [x for x in operands if isinstance(x, DataNode)]
+    if not nodes or not all(isinstance(x, (DataNode, *NUMBERS)) for x in operands):
         return NotImplemented
-    return cls(op=op, scalar=scalar, scalar_left=scalar_left, device=node.device)(node)
+    constants = tuple(
+        (position, x) for position, x in enumerate(operands) if not isinstance(x, DataNode)
+    )
+    device = "gpu" if any(node.device == "gpu" for node in nodes) else "cpu"
+    return cls(op=op, constants=constants, device=device)(*nodes)
 
 
 def _transfer(schema_name: str, node: DataNode) -> DataNode:

@@ -60,8 +60,9 @@ def stored(family: str) -> dict:
 def closeness(ours: np.ndarray, theirs: np.ndarray) -> tuple[float, float]:
     """(largest, mean) |ours - theirs|, in float64; NaNs count as equal where both are NaN."""
     a, b = ours.astype(np.float64), theirs.astype(np.float64)
-    both_nan = np.isnan(a) & np.isnan(b)
-    diff = np.where(both_nan, 0.0, np.abs(a - b))
+    same = (a == b) | (np.isnan(a) & np.isnan(b))  # equal infinities too
+    with np.errstate(invalid="ignore"):
+        diff = np.where(same, 0.0, np.abs(a - b))
     diff = np.where(np.isnan(diff), np.inf, diff)
     if diff.size == 0:
         return 0.0, 0.0

@@ -51,8 +51,11 @@ def main() -> None:
                     if a.shape != b.shape:
                         largest = float("inf")
                         continue
-                    d = np.abs(a.astype(np.float64) - b.astype(np.float64))
-                    d = np.where(np.isnan(d), 0.0, d)
+                    a, b = a.astype(np.float64), b.astype(np.float64)
+                    same = (a == b) | (np.isnan(a) & np.isnan(b))
+                    with np.errstate(invalid="ignore"):
+                        d = np.where(same, 0.0, np.abs(a - b))
+                    d = np.where(np.isnan(d), np.inf, d)
                     largest = max(largest, float(d.max(initial=0)))
                     total += float(d.sum())
                     same += int((d == 0).sum())
