@@ -368,6 +368,11 @@ class DebugRunner:
             "set_function() needs a normal pipeline (in debug mode, change the definition)"
         )
 
+    def set_arguments(self, name: str, values: dict[str, Any]) -> None:
+        raise GraphError(
+            "set_arguments() needs a normal pipeline (in debug mode, change the definition)"
+        )
+
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 

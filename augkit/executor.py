@@ -91,6 +91,7 @@ class Executor:
         numbered = sorted({n.id for n in (*trace, *nodes)})
         ordinal = {node_id: k for k, node_id in enumerate(numbered)}
         self.shard = pipeline_shard(nodes)
+        self._seed, self._ordinal = seed, ordinal
         self.impls: dict[int, OperatorImpl] = {
             node.id: make_impl(node, seed, ordinal[node.seed_group], self.shard) for node in nodes
         }
@@ -99,6 +100,40 @@ class Executor:
         self.transient = self._transient(set(keep))
         self.producers = [n for n in nodes if n.schema.makes_batches]
         self.sources = [n for n in nodes if isinstance(self.impls[n.id], SourceOperator)]
+
+    def set_arguments(self, node: OperatorNode, values: dict[str, Any]) -> None:
+        """Give ``node`` new constant arguments (checked as at creation: ``ArgumentError``
+        names the operator and the argument) and a new operator instance made of them, with
+        the same seed, so random kernels draw the same. On an error nothing changes."""
+        for key in values:
+            if key in node.arg_nodes:
+                raise ArgumentError(
+                    f"{node.name}: argument '{key}' takes per-sample values from "
+                    f"{node.arg_nodes[key].name}; it has no constant value to change"
+                )
+        constants, _ = node.schema.bind(values, lambda value: False)
+        args = {**node.args, **constants}
+        if node.schema.validate is not None:
+            try:
+                node.schema.validate({**args, **node.arg_nodes})
+            except ValueError as exc:
+                raise ArgumentError(f"{node.schema.class_name}: {exc}") from None
+        if screens(self.impls[node.id]):
+            raise ArgumentError(
+                f"{node.name} screens its reader's samples (on_error='skip'): its arguments "
+                f"cannot change after build(); change the definition"
+            )
+        before = node.args
+        node.args = args
+        try:
+            impl = make_impl(node, self._seed, self._ordinal[node.seed_group], self.shard)
+            specs = check_kinds(self.nodes)  # what follows must still take what it makes
+        except BaseException:
+            node.args = before
+            raise
+        self.impls[node.id] = impl
+        self.specs = specs
+        self.kinds = {n.id: kinds_of([specs[d] for d in n.outputs]) for n in self.nodes}
 
     def _plan(self, nodes: list[OperatorNode]) -> list[list[OperatorNode]]:
         """What ``compute()`` runs, in order: single nodes, and chains of per-sample nodes

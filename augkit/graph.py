@@ -267,6 +267,8 @@ class OperatorNode:
         self.schema = schema
         self.device = device
         self.args = args
+        # The arguments the user gave (``args`` holds the defaults too): the viewer's controls.
+        self.given: frozenset[str] = frozenset()
         self.arg_nodes = arg_nodes
         self.inputs = inputs
         self.name: str = args.get("name") or f"{schema.class_name.split('.')[-1]}_{self.id}"
@@ -363,8 +365,9 @@ class Operator:
                 for x in inputs
             )
         sets = _input_sets(schema, inputs)
+        given = frozenset(self._given | _given(kwargs))
         try:
-            results = [self._node(args, arg_nodes, list(one)) for one in sets]
+            results = [self._node(args, arg_nodes, list(one), given) for one in sets]
         except AugkitError as exc:
             if _session() is None:
                 raise
@@ -383,7 +386,11 @@ class Operator:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _node(
-        self, args: dict[str, Any], arg_nodes: dict[str, DataNode], inputs: list[DataNode]
+        self,
+        args: dict[str, Any],
+        arg_nodes: dict[str, DataNode],
+        inputs: list[DataNode],
+        given: frozenset[str] = frozenset(),
     ) -> list[DataNode]:
         schema = self.schema
         for k, node in enumerate(inputs):
@@ -403,6 +410,7 @@ class Operator:
             if self._device == "gpu" and node.device == "cpu":
                 inputs[k] = node.gpu()
         node = OperatorNode(schema, self._device, args, arg_nodes, inputs)
+        node.given = given
         return node.outputs
 
 

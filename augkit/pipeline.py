@@ -430,6 +430,22 @@ class Pipeline:
         self.build()
         self._runner.set_function(name, function)
 
+    def set_arguments(self, name: str, **values: Any) -> None:
+        """Give the built-in operator ``name`` new constant arguments (the viewer's sliders for
+        built-in operators: ``pipe.set_arguments("blur", sigma=2.5)``); ``rerun([name])`` then
+        recomputes what follows it on the cached batch, with the same random draws. Values are
+        checked as when the operator was made (an ``ArgumentError`` names the argument, and
+        nothing changes). Batches computed ahead with the old values are dropped.
+
+        Raises:
+            GraphError: no operator of that name, or one whose arguments cannot change (a
+                reader, an external source, a Python operator: see ``set_function``).
+            ArgumentError: a value the operator refuses, or an argument that takes per-sample
+                values from another node.
+        """
+        self.build()
+        self._runner.set_arguments(name, values)
+
     def profile(self) -> Profile:
         """Wall time per operator: the last iteration's and the mean over every run so far
         (debug and normal mode). ``profile().rows`` is a list of plain dicts."""

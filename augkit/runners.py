@@ -185,11 +185,13 @@ class GraphRunner:
             if missing:
                 raise GraphError(f"no operator named {missing} in this pipeline")
             only = executor.downstream({by_name[name].id for name in changed})
+            # What the rerun reads from outside itself (what it recomputes, it need not have).
             reads = {
                 d
                 for n in executor.nodes
                 if n.id in only
                 for d in (*n.inputs, *n.arg_nodes.values())
+                if d.source.id not in only
             }
             last = self._complete(self.last, reads)  # what a chain let go, the rerun reads
             values = executor.compute(self.last_iteration, size, last, None, only)
@@ -208,6 +210,19 @@ class GraphRunner:
                 node.args = {**node.args, "function": function}
                 return
         raise GraphError(f"no operator named {name!r} in this pipeline")
+
+    def set_arguments(self, name: str, values: dict[str, Any]) -> None:
+        """See ``Pipeline.set_arguments``."""
+        node = next((n for n in self.executor.nodes if n.name == name), None)
+        if node is None:
+            raise GraphError(f"no operator named {name!r} in this pipeline")
+        if node.schema.role in ("python", "reader", "source", "internal"):
+            what = {"python": "a Python operator: use set_function()"}.get(
+                node.schema.role, "an operator whose arguments are fixed once it is built"
+            )
+            raise GraphError(f"{name} is {what}")
+        self.rewind()
+        self.executor.set_arguments(node, values)
 
 
 def _source_named(name: str, producers: dict[str, Any]) -> Any:

@@ -519,7 +519,7 @@ def test_update_closes_the_controls_it_replaces(viewer):
     """Replaced sliders, their boxes and headers are closed: they would stay in the kernel and
     in the widget state a saved notebook keeps, one set per update()."""
     old_slider = viewer.sliders["edit"]["amount"]
-    (old_box,) = viewer._controls_box.children
+    old_box = viewer._controls_box.children[0]  # the function's (then resize's, rotate's)
     viewer.update(brighten=darken)
     for widget in (old_slider, old_slider.layout, old_slider.style, old_box, old_box.children[0]):
         assert widget.comm is None, widget
@@ -636,3 +636,75 @@ def test_a_debug_pipeline_is_refused_with_a_reason(image_dir):
 
     with pytest.raises(ArgumentError, match="Viewer needs a normal pipeline"):
         Viewer(debug_pipe())
+
+
+# --- built-in operators' arguments ----------------------------------------------------------------
+def test_a_built_in_operators_numbers_get_controls_that_rerun_only_downstream(viewer, pipe):
+    """``fn.resize(..., resize_x=64, resize_y=64)`` and ``fn.rotate(..., fill_value=0)``: a
+    control per number given; moving one recomputes that operator and what follows."""
+    assert set(viewer.sliders["resize"]) == {"resize_x", "resize_y"}
+    assert set(viewer.sliders["rotate"]) == {"fill_value"}  # angle is per sample: no control
+    width = viewer.sliders["resize"]["resize_x"]
+    assert isinstance(width, widgets.FloatSlider)
+    assert (width.value, width.min, width.max) == (64.0, -64.0, 192.0)  # interact's -v..3v
+    before, ran = viewer.image.value, calls(pipe)
+    width.value = 32.0
+    assert viewer.error.value == ""
+    assert viewer.image.value != before
+    assert viewer.batch.at(0).shape == (64, 32, 3)
+    after = calls(pipe)
+    for name in ("resize", "rotate", "edit"):
+        assert after[name] == ran[name] + 1, name
+    for name in ("reader", "angle"):  # the same draws: the angles did not change
+        assert after[name] == ran[name], name
+    # The decoded images, which the chain decode -> resize -> rotate let go, are decoded once
+    # more for the first move, then kept for the next ones.
+    assert after["decode"] == ran["decode"] + 1
+    assert "fn.resize(..., resize_x=32.0, resize_y=64.0)  # resize" in viewer.code_text
+    width.value = 64.0
+    assert viewer.image.value == before
+    assert calls(pipe)["decode"] == after["decode"]
+    assert "fn.resize" not in viewer.code_text  # back to what the definition says
+
+
+def test_params_add_remove_and_range_built_in_controls(image_dir):
+    pipe = make_pipe(image_dir)
+    viewer = Viewer(
+        pipe,
+        tile=TILE,
+        params={"rotate": {"fill_value": None}, "resize": {"resize_x": (16, 96, 8)}},
+    )
+    assert "rotate" not in viewer.sliders
+    width = viewer.sliders["resize"]["resize_x"]
+    assert (width.min, width.max, width.step) == (16, 96, 8)
+    pipe.close()
+    with pytest.raises(ArgumentError, match=r"Rotate has no argument 'fil_value'"):
+        Viewer(make_pipe(image_dir), params={"rotate": {"fil_value": (0, 1)}})
+    with pytest.raises(ArgumentError, match=r"'angle' takes per-sample values"):
+        Viewer(make_pipe(image_dir), params={"rotate": {"angle": (0, 90)}})
+
+
+def test_a_colour_operators_argument_and_a_random_operators_probability(image_dir):
+    """A control for an argument the definition did not give (``params``), and one cut to
+    what the argument takes: coin_flip's probability lies in [0, 1]."""
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=3)
+    def pipe_def():
+        jpegs, _ = fn.readers.file(file_root=str(image_dir))
+        images = fn.resize(fn.decoders.image(jpegs), size=(48, 48))
+        images = fn.brightness_contrast(images, brightness=1.2, name="bc")
+        return fn.flip(images, horizontal=fn.random.coin_flip(probability=0.5, name="coin"))
+
+    pipe = pipe_def()
+    viewer = Viewer(pipe, tile=TILE, params={"brightness_contrast": {"contrast": (0.0, 2.0)}})
+    probability = viewer.sliders["coin"]["probability"]
+    assert (probability.min, probability.max) == (0.0, 1.0)
+    contrast = viewer.sliders["bc"]["contrast"]
+    assert set(viewer.sliders["bc"]) == {"brightness", "contrast"} and contrast.value == 1.0
+    contrast.value = 0.0  # uniform grey, times the brightness
+    assert viewer.error.value == ""
+    grey = np.clip(np.round(128 * 1.2), 0, 255)
+    assert all((viewer.batch.at(i) == grey).all() for i in range(4))
+    probability.value = 0.0  # no sample flipped: the pictures are the unflipped ones
+    assert np.array_equal(viewer.batch.as_array(), pipe.value("bc").as_array())
+    pipe.close()

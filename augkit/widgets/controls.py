@@ -1,5 +1,6 @@
 """Controls for a Python operator's function: which keyword parameters become widgets (inferred
-as ``ipywidgets.interact`` infers them), the function they bind, and the call to paste back.
+as ``ipywidgets.interact`` infers them), the function they bind, and the call to paste back; and
+controls for a built-in operator's scalar arguments (``ArgumentControls``, below).
 
 A parameter gets a control when it is not filled by the operator's inputs and the viewer can
 tell its range, from (first match wins):
@@ -16,6 +17,7 @@ tell its range, from (first match wins):
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 import inspect
 import typing
@@ -146,6 +148,126 @@ def controls_for(
             widget.continuous_update = False
         controls.widgets[name] = widget
     return controls
+
+
+@dataclass
+class ArgumentControls:
+    """The controls of one built-in operator's constant scalar arguments (``fn.gaussian_blur(x,
+    sigma=2.0)``: a slider for ``sigma``); moving one calls ``Pipeline.set_arguments``.
+
+    Which arguments get one: every number (int or float, not bool) given as a constant when
+    the operator was called, except the common ones (``seed``, ``device``, ...), with
+    ``interact``'s range around the value (``-v`` to ``3v``; 0 to 1 for 0), cut to what the
+    argument takes (its converter's bounds: ``sigma`` >= 0); and whatever the viewer's
+    ``params=`` entry for the operator (its name, or its schema name such as
+    ``"gaussian_blur"``) asks for: ``{"sigma": (0, 8, 0.1)}``, a list of choices, or ``None``
+    for no control. Per-sample arguments (``angle=fn.random.uniform(...)``) have no constant
+    value, so no control.
+
+    Attributes:
+        operator: the operator's name in the graph (``"GaussianBlur_3"``).
+        schema: its schema name, for the code line (``"gaussian_blur"``).
+        widgets: argument name -> widget.
+    """
+
+    operator: str
+    schema: str
+    widgets: dict[str, ValueWidget] = field(default_factory=dict)
+    initial: dict[str, Any] = field(default_factory=dict)
+
+    def values(self) -> dict[str, Any]:
+        return {name: widget.value for name, widget in self.widgets.items()}
+
+    def changed(self) -> bool:
+        """Whether a control shows another value than the definition gave."""
+        return self.values() != self.initial
+
+    def code(self) -> str:
+        """The operator call with the current values, to paste back into the notebook."""
+        args = ", ".join(f"{k}={_literal(v)}" for k, v in self.values().items())
+        return f"fn.{self.schema}(..., {args})  # {self.operator}"
+
+
+SKIPPED_ARGUMENTS = frozenset({"seed", "device", "name", "preserve", "bytes_per_sample_hint"})
+
+
+def argument_controls_for(
+    operator: str,
+    schema: Any,
+    given: Mapping[str, Any],
+    per_sample: Mapping[str, Any],
+    params: Mapping[str, Any] | None = None,
+) -> ArgumentControls:
+    """The controls of the built-in operator ``operator`` (schema ``schema``), called with the
+    constant arguments ``given`` and the per-sample ones ``per_sample`` (nodes); ``params``:
+    its entry of the viewer's ``params=``.
+
+    Raises:
+        ArgumentError: ``params`` names an argument the operator does not have, one given
+            per-sample values, or something no widget can be made of.
+    """
+    controls = ArgumentControls(operator, schema.name)
+    params = dict(params or {})
+    for name in params:
+        if name not in schema.arguments:
+            raise ArgumentError(
+                f"Viewer params for {operator}: {schema.class_name} has no argument {name!r}"
+            )
+        if name in per_sample:
+            raise ArgumentError(
+                f"Viewer params for {operator}: argument {name!r} takes per-sample values "
+                f"from {per_sample[name].name}; a control needs a constant argument"
+            )
+    names = [n for n, v in given.items() if _is_number(v) and n not in SKIPPED_ARGUMENTS]
+    names += [n for n in params if n not in names]
+    for name in names:
+        arg = schema.arguments[name]
+        current = given.get(name, arg.default)
+        abbrev = params.get(name, current)
+        if abbrev is None or (name not in params and not _is_number(current)):
+            continue
+        if name not in params:
+            abbrev = _within(_around(current), arg.convert)
+        widget = interactive.widget_from_abbrev(abbrev, current if current is not None else _EMPTY)
+        if widget is None:
+            raise ArgumentError(
+                f"Viewer params for {operator}: cannot make a control for {name!r} from "
+                f"{abbrev!r}; give (min, max[, step]), a list of choices or a widget"
+            )
+        widget.description = name
+        widget.style = {"description_width": "initial"}
+        if "continuous_update" in widget.trait_names():
+            widget.continuous_update = False
+        controls.widgets[name] = widget
+    controls.initial = controls.values()
+    return controls
+
+
+def _is_number(value: Any) -> bool:
+    """An int or float argument (not a bool, not an enum such as ``types.RGB``)."""
+    return isinstance(value, Real) and not isinstance(value, (bool, enum.Enum))
+
+
+def _around(value: Real) -> tuple[Any, ...]:
+    """``interact``'s range for a number: ``-v`` to ``3v`` (0 to 1 for 0), ints as ints."""
+    if isinstance(value, Integral):
+        v = int(value)
+        return (-v, 3 * v) if v > 0 else (3 * v, -v) if v < 0 else (0, 10)
+    v = float(value)
+    return (-v, 3 * v) if v > 0 else (3 * v, -v) if v < 0 else (0.0, 1.0)
+
+
+def _within(span: tuple[Any, ...], convert: Any) -> tuple[Any, ...]:
+    """``span`` cut to the bounds the argument's converter declares (``to_float(0.0)``...)."""
+    low, high = span
+    bound_low, bound_high = getattr(convert, "low", None), getattr(convert, "high", None)
+    if bound_low is not None and low < bound_low:
+        low = type(low)(bound_low)
+    if bound_high is not None and high > bound_high:
+        high = type(high)(bound_high)
+    if high <= low:
+        high = low + (1 if isinstance(low, int) else 1.0)
+    return low, high
 
 
 def effective_keywords(controls: FunctionControls) -> dict[str, Any]:

@@ -56,7 +56,9 @@ from augkit.errors import ArgumentError, GraphError, suggest
 from augkit.pipeline import Pipeline
 from augkit.tensors import TensorList
 from augkit.widgets.controls import (
+    ArgumentControls,
     FunctionControls,
+    argument_controls_for,
     controls_for,
     effective_keywords,
 )
@@ -79,6 +81,10 @@ class Viewer:
       what follows it, on the cached batch (``pipe.rerun([operator])``): nothing is read or
       decoded again, and random operators keep their draws. The "copy code" box shows the
       operator call with the current values.
+    - Each number given to a built-in operator as a constant (``fn.gaussian_blur(x,
+      sigma=2.0)``, ``fn.hsv(x, hue=30.0)``) gets a control too (``ArgumentControls``): moving
+      it gives the operator the new value (``pipe.set_arguments``) and recomputes that operator
+      and what follows, as for a function's parameter.
     - An exception from the pipeline is shown under the buttons, with the user's traceback,
       and the viewer keeps working: fix the value or the function, and click again.
 
@@ -90,8 +96,10 @@ class Viewer:
         columns: tiles per row.
         max_samples: the most samples of a batch shown.
         tile: the side of a tile, in pixels.
-        params: control ranges per operator name or function name, as ``interact``
-            abbreviations: ``{"brighten": {"amount": (0, 100, 5)}}``.
+        params: control ranges per operator name or function name (for built-in operators:
+            per operator name or schema name), as ``interact`` abbreviations:
+            ``{"brighten": {"amount": (0, 100, 5)}, "gaussian_blur": {"sigma": (0, 8, 0.1)}}``;
+            ``None`` for an argument: no control.
 
     Attributes:
         next_button, rerun_button, reset_button: the buttons.
@@ -184,6 +192,7 @@ class Viewer:
         pipe.build()
         self._check_params()
         self._controls: dict[str, FunctionControls] = {}
+        self._arg_controls: dict[str, ArgumentControls] = {}
         for node in self._python_nodes():
             function = node.args["function"]
             controls = controls_for(
@@ -198,6 +207,15 @@ class Viewer:
                 # A control could not start at the function's default (none, or out of its
                 # range): the function runs with what the control shows.
                 self._set_function(node.name)
+        for node in self._builtin_nodes():
+            given = {k: v for k, v in node.args.items() if k in node.given}
+            arguments = argument_controls_for(
+                node.name, node.schema, given, node.arg_nodes, self._builtin_params(node)
+            )
+            if arguments.widgets:
+                self._arg_controls[node.name] = arguments
+                for widget in arguments.widgets.values():
+                    widget.observe(functools.partial(self._on_argument, node.name), names="value")
         self._show_controls()
 
         self.next_button.on_click(lambda _: self._act(self._next))
@@ -220,13 +238,19 @@ class Viewer:
     # --- public ---------------------------------------------------------------------------------
     @property
     def sliders(self) -> dict[str, dict[str, widgets.ValueWidget]]:
-        """Operator name -> {parameter: control}, for the Python operators that have any."""
-        return {op: dict(c.widgets) for op, c in self._controls.items() if c.widgets}
+        """Operator name -> {parameter: control}, for the Python operators that have any, then
+        the built-in operators' argument controls."""
+        found = {op: dict(c.widgets) for op, c in self._controls.items() if c.widgets}
+        found.update({op: dict(c.widgets) for op, c in self._arg_controls.items()})
+        return found
 
     @property
     def code_text(self) -> str:
-        """The text of the copy-code box: one operator call per line."""
-        return "\n".join(c.code() for c in self._controls.values() if c.widgets)
+        """The text of the copy-code box: one operator call per line (a built-in operator's
+        once a control has moved from the value the definition gave)."""
+        lines = [c.code() for c in self._controls.values() if c.widgets]
+        lines += [c.code() for c in self._arg_controls.values() if c.changed()]
+        return "\n".join(lines)
 
     def show(self, name: str) -> None:
         """Show node ``name`` (what the picker does)."""
@@ -334,6 +358,16 @@ class Viewer:
 
     def _on_control(self, operator: str, change: Mapping[str, Any]) -> None:
         self._act(lambda: self._apply([operator]))
+
+    def _on_argument(self, operator: str, change: Mapping[str, Any]) -> None:
+        self._act(lambda: self._apply_arguments(operator))
+
+    def _apply_arguments(self, operator: str) -> None:
+        """Give the built-in operator its controls' values and recompute from it."""
+        self.pipe.set_arguments(operator, **self._arg_controls[operator].values())
+        self._show_code()
+        self._ran(self.pipe.rerun([operator]) if self._has_batch else self.pipe.run())
+        self._refresh()
 
     def _on_pick(self, change: Mapping[str, Any]) -> None:
         if not self._picking:
@@ -486,6 +520,12 @@ class Viewer:
             if controls.operator != controls.function_name:
                 header += f" <span style='color:#777'>({html.escape(controls.operator)})</span>"
             boxes.append(widgets.VBox([widgets.HTML(header), *controls.widgets.values()]))
+        for arguments in self._arg_controls.values():
+            header = (
+                f"<b>{html.escape(arguments.schema)}</b> "
+                f"<span style='color:#777'>({html.escape(arguments.operator)})</span>"
+            )
+            boxes.append(widgets.VBox([widgets.HTML(header), *arguments.widgets.values()]))
         retired = self._controls_box.children
         self._controls_box.children = boxes
         for box in retired:  # the box and its header; its controls are closed by update()
@@ -504,6 +544,15 @@ class Viewer:
         # The Python operators, whose function the viewer can replace (Pipeline.set_function).
         return [n for n in self.pipe._operators() if n.schema.role == "python"]
 
+    def _builtin_nodes(self) -> list[Any]:
+        # The built-in operators whose constant arguments can change (Pipeline.set_arguments).
+        return [n for n in self.pipe._operators() if n.schema.role in ("operator", "random")]
+
+    def _builtin_params(self, node: Any) -> dict[str, Any]:
+        """The ``params=`` entries for a built-in operator: by schema name, then by operator
+        name (which wins)."""
+        return {**self._params.get(node.schema.name, {}), **self._params.get(node.name, {})}
+
     def _params_for(self, operator: str, function: Callable[..., Any]) -> dict[str, Any]:
         """The ``params=`` entries for the operator: by function name, then by operator name
         (which wins)."""
@@ -514,12 +563,14 @@ class Viewer:
         known = []
         for node in self._python_nodes():
             known += [node.name, _function_name(node.args["function"])]
+        for node in self._builtin_nodes():
+            known += [node.name, node.schema.name]
         for key in self._params:
             if key not in known:
                 raise ArgumentError(
-                    f"Viewer: params has {key!r}, which is neither a Python operator nor the "
-                    f"name of one's function (have: {', '.join(known) or 'none'})"
-                    f"{suggest(key, known)}"
+                    f"Viewer: params has {key!r}, which is neither an operator of the pipeline "
+                    f"nor the name of a Python operator's function or of a built-in operator "
+                    f"(have: {', '.join(dict.fromkeys(known)) or 'none'}){suggest(key, known)}"
                 )
 
     def _adopt(self, controls: FunctionControls) -> None:
