@@ -52,8 +52,9 @@ def populate_fn(fn_module: pytypes.ModuleType, where: str = "") -> None:
             holder, short = _namespace(fn_module, schema.name)
             function = make_function(schema, holder.__name__)
             setattr(holder, short, function)
-            for alias in schema.fn_aliases:
-                setattr(fn_module, alias, function)
+            for alias in schema.fn_aliases:  # "file_reader", or dotted: "experimental.filter"
+                alias_holder, alias_short = _namespace(fn_module, alias)
+                setattr(alias_holder, alias_short, function)
 
 
 def populate_ops(ops_module: pytypes.ModuleType, where: str = "") -> None:
@@ -65,4 +66,5 @@ def populate_ops(ops_module: pytypes.ModuleType, where: str = "") -> None:
             holder, short = _namespace(ops_module, schema.class_name)
             setattr(holder, short, cls)
             for alias in schema.aliases:
-                setattr(ops_module, alias, cls)
+                alias_holder, alias_short = _namespace(ops_module, alias)
+                setattr(alias_holder, alias_short, cls)

@@ -80,6 +80,10 @@ class OperatorCase:
         source_argument: for an operator that takes its data from a callable argument (the
             external source's ``source``): the fuzzer gives ``lambda: batch`` of a drawn batch
             there, never a drawn value.
+        extra_inputs: for an operator whose inputs after the first are not data but
+            parameters (``filter``'s kernel, ``warp_affine``'s matrix): ``extra_inputs(k, n)``
+            gives a valid batch of ``n`` samples for input ``k`` (k >= 1), which the fuzzer
+            uses half of the time instead of a drawn batch.
     """
 
     input: str
@@ -89,6 +93,7 @@ class OperatorCase:
     required_unless: tuple[str, ...] = ()
     held: Mapping[str, Any] = field(default_factory=dict)
     source_argument: str = ""
+    extra_inputs: Callable[[int, int], list[Any]] | None = None
 
     def __post_init__(self) -> None:
         if self.input not in INPUTS:

@@ -230,6 +230,10 @@ def _run(
         inputs = [
             data.draw(_batch(), label=f"input {k}") for k in range(_input_count(schema, data))
         ]
+        if case.extra_inputs is not None and len(inputs) > 1:
+            for k in range(1, len(inputs)):
+                if data.draw(st.booleans(), label=f"a valid input {k}"):
+                    inputs[k] = case.extra_inputs(k, len(inputs[0]))
     source: dict[str, Any] = {}
     if case.source_argument:
         source_batch = data.draw(_batch(), label="source batch")
