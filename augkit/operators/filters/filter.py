@@ -1,0 +1,242 @@
+"""``fn.filter``: correlates each image with its own 2-D filter (the second input), as DALI's CPU
+operator does it: with OpenCV's ``filter2D``.
+
+DALI facts (``dali/operators/image/convolution/filter.cc``; checked against DALI 2.4's output):
+
+- It is a **correlation**, not a convolution: the filter is not flipped. With the filter of
+  shape ``(r, s)`` and ``anchor`` ``(a, b)``, ``out[y, x] = sum_ij f[i, j] * in[y - a + i, x - b
+  + j]``. The anchor defaults to ``(-1, -1)``: the middle, ``r // 2`` and ``s // 2`` (an even
+  filter leans up-left); one value is used for both axes; it must lie in ``[-1, extent)``.
+- ``border``: "reflect_101" (default, ``dcb|abcd|cba``), "reflect_1001" (``cba|abcd|dcb``),
+  "wrap", "clamp" (edge repeated), "constant" (``fill_value``, the optional third input: one
+  scalar per sample; 0 when not given; ignored for the other borders). DALI pads for "wrap" and
+  for a non-zero constant and filters the padded image; augkit does the same, then crops.
+- ``mode="valid"``: only the positions where the whole filter lies inside: the output shrinks by
+  ``extent - 1`` per axis (anchor ignored); a filter larger than the image is an error.
+- Types (CPU, as DALI's): uint8, int16, uint16, float32 data; float32 filters. ``dtype`` is the
+  input type (default) or FLOAT; integer outputs are OpenCV's (round half to even, saturate),
+  which is what DALI's CPU gives.
+- Layouts: 2 data axes (HW, HWC, CHW, FHWC, FCHW...: leading C/F axes are planes filtered one by
+  one, a trailing C is channels, at most 512). An input without a layout is HW (2-D) or
+  HWC (3-D).
+
+Differences from DALI (augkit takes more than DALI's CPU operator, never less): float64 data
+(filtered by OpenCV in float64); filters of any numeric type (converted to float32), a 1-D
+filter being one row, a scalar a 1x1 filter, an (r, s, 1) array an r x s filter; a fill value
+of any real type (converted to the input type with ConvertSat; DALI demands the input's type);
+a 3-D input without a layout is taken as HWC (DALI takes it as a volume, which its CPU operator
+refuses).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from augkit import backend, types
+from augkit.operators.base import SampleOperator
+from augkit.operators.color.cast import convert_sat
+from augkit.operators.filters import kernels
+from augkit.operators.registry import (
+    Arg,
+    InputSpec,
+    OperatorSchema,
+    described,
+    keeps_kind,
+    one_of,
+    register,
+    to_dtype,
+    to_ints,
+)
+from augkit.tensors import TensorList
+
+NAME = "filter"
+TYPES = tuple(np.dtype(t) for t in (np.uint8, np.int16, np.uint16, np.float32, np.float64))
+BORDERS = ("reflect_101", "reflect_1001", "wrap", "clamp", "constant")
+IMAGE_2D = InputSpec(
+    "images (HW, HWC, CHW, or sequences of them: FHWC, FCHW)",
+    kinds=("image",),
+    min_ndim=2,
+    hints=kernels.FILTER_HINTS,
+)
+
+
+@described("types.FLOAT (default: the input type)")
+def _dtype(value: Any) -> types.DALIDataType:
+    dtype = to_dtype(value)
+    if np.dtype(dtype.numpy).kind not in "iuf":
+        raise ValueError(f"the output is numbers: types.FLOAT or the input type, not {dtype.name}")
+    return dtype
+
+
+def resolve_anchor(anchor: tuple[int, ...], shape: tuple[int, int]) -> tuple[int, int]:
+    """The anchor ``(row, column)`` of a filter of ``shape``: -1 is the middle (rounded down).
+
+    Example:
+        >>> resolve_anchor((-1,), (4, 5))
+        (2, 2)
+    """
+    anchor = kernels.per_axis(anchor, 2, NAME, "anchor")
+    for value, extent in zip(anchor, shape, strict=True):
+        if not -1 <= value < extent:
+            raise ValueError(
+                f"{NAME}: the anchor must lie within the filter: got anchor {tuple(anchor)} "
+                f"with a filter of shape {tuple(shape)}"
+            )
+    return tuple(extent // 2 if a < 0 else a for a, extent in zip(anchor, shape, strict=True))
+
+
+class Filter(SampleOperator):
+    """cv2.filter2D per plane, with DALI's border handling."""
+
+    def setup(self) -> None:
+        self.cv2 = backend.opencv()
+        cv2 = self.cv2
+        self.simple_borders = {
+            "reflect_101": cv2.BORDER_REFLECT_101,
+            "reflect_1001": cv2.BORDER_REFLECT,
+            "clamp": cv2.BORDER_REPLICATE,
+        }
+
+    def batch_args(self, inputs: list[TensorList]) -> dict[str, Any]:
+        return {"layout": inputs[0].layout()}
+
+    def check_input(self, index: int, sample: Any, layout: str) -> None:
+        if index == 0:
+            kernels.check_number_image(NAME, sample, TYPES)
+        elif index == 1:
+            if sample.dtype.kind not in "biuf":
+                raise ValueError(f"{NAME}: the filter must be numbers, got {sample.dtype.name}")
+            if (sample.ndim > 2 and sample.shape[2:] != (1,)) or 0 in sample.shape:
+                raise ValueError(
+                    f"{NAME}: the filter must be a non-empty 2-D array, got shape "
+                    f"{tuple(sample.shape)}"
+                )
+        elif sample.size != 1 or sample.dtype.kind not in "biuf":
+            raise ValueError(
+                f"{NAME}: fill_value must be one number per sample, got an array of shape "
+                f"{tuple(sample.shape)} and type {sample.dtype.name}"
+            )
+
+    def cpu(
+        self,
+        sample: np.ndarray,
+        kernel: np.ndarray,
+        fill: np.ndarray | None = None,
+        *,
+        layout: str,
+        anchor: tuple[int, ...],
+        border: str,
+        mode: str,
+        dtype: types.DALIDataType | None,
+        **_: Any,
+    ) -> np.ndarray:
+        cv2 = self.cv2
+        if not layout and sample.ndim == 3:
+            layout = "HWC"  # augkit's reading of an unlabelled 3-D image (DALI refuses it)
+        leading, axes, has_channels = kernels.data_axes(NAME, layout, sample.ndim)
+        if axes != 2:
+            raise ValueError(
+                f"{NAME}: the CPU filter takes 2 spatial dimensions, got {axes}"
+                + (" (give images with channels the layout HWC or CHW)" if axes == 3 else "")
+            )
+        out_dtype = sample.dtype if dtype is None else np.dtype(dtype.numpy)
+        if out_dtype not in (sample.dtype, np.dtype(np.float32)):
+            raise ValueError(
+                f"{NAME}: dtype must be types.FLOAT or the input type "
+                f"({sample.dtype.name}), got {out_dtype.name}"
+            )
+        kernel = np.asarray(kernel, np.float32)
+        kernel = kernel.reshape((1,) * (2 - kernel.ndim) + kernel.shape[:2])
+        ay, ax = resolve_anchor(anchor, kernel.shape)
+        fh, fw = kernel.shape
+        shape = sample.shape
+        channels = shape[-1] if has_channels else 1
+        if channels > 512:
+            raise ValueError(f"{NAME}: the CPU filter takes 1 to 512 channels, got {channels}")
+        height, width = shape[leading], shape[leading + 1]
+        if mode == "valid":
+            if fh > height or fw > width:
+                raise ValueError(
+                    f'{NAME}: in "valid" mode the filter ({fh}x{fw}) must fit in the image '
+                    f"({height}x{width})"
+                )
+            out_hw = (height - fh + 1, width - fw + 1)
+        else:
+            out_hw = (height, width)
+        out_shape = (*shape[:leading], *out_hw, *shape[leading + 2 :])
+        if sample.size == 0:
+            return np.empty(out_shape, out_dtype)
+        ddepth = -1 if out_dtype == sample.dtype else cv2.CV_32F
+        fill_value = 0
+        if border == "constant" and fill is not None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                fill_value = convert_sat(np.asarray(fill).reshape(()), sample.dtype, np).item()
+        planes = sample.reshape(-1, height, width, channels)
+        out = np.empty((planes.shape[0], *out_hw, channels), out_dtype)
+        for p, plane in enumerate(planes):
+            plane = np.ascontiguousarray(plane)
+            if mode == "valid":
+                res = cv2.filter2D(plane, ddepth, kernel, anchor=(ax, ay))
+                res = res[ay : ay + out_hw[0], ax : ax + out_hw[1]]
+            elif border in self.simple_borders or (border == "constant" and fill_value == 0):
+                code = self.simple_borders.get(border, cv2.BORDER_CONSTANT)
+                res = cv2.filter2D(plane, ddepth, kernel, anchor=(ax, ay), borderType=code)
+            else:
+                code = cv2.BORDER_WRAP if border == "wrap" else cv2.BORDER_CONSTANT
+                padded = cv2.copyMakeBorder(
+                    plane, ay, fh - ay - 1, ax, fw - ax - 1, code, value=[fill_value] * 4
+                )
+                res = cv2.filter2D(padded, ddepth, kernel, anchor=(ax, ay))
+                res = res[ay : ay + height, ax : ax + width]
+            out[p] = res.reshape(*out_hw, channels)
+        return out.reshape(out_shape)
+
+
+register(
+    OperatorSchema(
+        name=NAME,
+        class_name="Filter",
+        impl=Filter,
+        min_inputs=2,
+        max_inputs=3,
+        accepts=[IMAGE_2D, None, None],
+        output_kinds=keeps_kind,
+        doc=(
+            "Correlates each image with its own 2-D float32 filter, the second input (one per "
+            "sample), as DALI's ``fn.filter``: ``out[y, x] = sum f[i, j] * in[y - a + i, x - b + "
+            "j]`` for the anchor ``(a, b)`` (default: the filter's middle). It is a correlation: "
+            "the filter is not flipped. ``border`` handles the positions outside the image "
+            '("reflect_101", "reflect_1001", "wrap", "clamp", "constant" with the optional third '
+            'input fill_value, 0 by default); ``mode="valid"`` keeps only the positions where '
+            "the filter lies inside (the output shrinks). Types: uint8, int16, uint16, float32, "
+            "float64; "
+            "``dtype`` is the input type or FLOAT. Leading C/F axes (CHW, FHWC) are filtered "
+            "plane by plane."
+        ),
+        args=[
+            Arg(
+                "anchor",
+                "the filter's position over the input, (row, column) or one for both "
+                "(-1: the middle)",
+                (-1,),
+                to_ints(low=-1),
+                per_sample=True,
+            ),
+            Arg(
+                "border",
+                "how positions outside the image are read",
+                "reflect_101",
+                one_of(*BORDERS),
+            ),
+            Arg(
+                "mode",
+                '"same" (output size = input size) or "valid"',
+                "same",
+                one_of("same", "valid"),
+            ),
+            Arg("dtype", "output type: types.FLOAT (default: the input type)", None, _dtype),
+        ],
+    )
+)

@@ -1,0 +1,203 @@
+"""``fn.gaussian_blur``: a separable correlation with DALI's Gaussian windows.
+
+DALI facts (``gaussian_blur.cc``, ``gaussian_blur_params.h``; checked against DALI 2.4's output):
+
+- ``sigma`` and ``window_size`` are given per data axis (outermost first: ``(sigma_y,
+  sigma_x)`` for HWC) or once for all; both may be per sample. Per axis, with only sigma the
+  window is ``2 * ceil(3 * sigma) + 1``; with only the window, ``sigma = (radius - 1) * 0.3 +
+  0.8`` with ``radius = (window - 1) // 2`` (OpenCV's rule); both 0 is an error, and so is a
+  negative value or an even window. A window of 1 copies the input.
+- The window (float32): ``w[x] = exp(-x**2 / (2 sigma**2))`` for ``x < 0``, mirrored, with 1 in
+  the middle, divided by its sum computed as DALI does (half sum, times 2, plus 1), so that it
+  sums to 1.
+- Data axes, planes and borders: ``kernels.py`` (an input without a layout has no channels:
+  every axis is blurred; reflect-101 borders).
+- ``dtype``: the input's type (default) or FLOAT, nothing else. The sums are in float32
+  (float64 for float64 inputs), then converted with ConvertSat (halves away from zero).
+- Types: every integer type, float16, float32 and float64 (bool is refused, as in DALI).
+
+Speed: the two innermost axes are one ``cv2.sepFilter2D`` call per plane (float32 output),
+then one rounding pass; a third axis is a NumPy loop over its window.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from augkit import backend, types
+from augkit.operators.base import SampleOperator
+from augkit.operators.filters import kernels
+from augkit.operators.registry import (
+    Arg,
+    OperatorSchema,
+    described,
+    keeps_kind,
+    register,
+    to_dtype,
+    to_floats,
+    to_ints,
+)
+from augkit.tensors import TensorList
+
+NAME = "gaussian_blur"
+TYPES = tuple(
+    np.dtype(t)
+    for t in (
+        np.uint8,
+        np.int8,
+        np.uint16,
+        np.int16,
+        np.uint32,
+        np.int32,
+        np.uint64,
+        np.int64,
+        np.float16,
+        np.float32,
+        np.float64,
+    )
+)
+
+
+def sigma_to_window(sigma: float) -> int:
+    """DALI's ``SigmaToDiameter``: ``2 * ceil(3 * sigma) + 1`` (in float32)."""
+    return int(2 * math.ceil(np.float32(sigma) * np.float32(3)) + 1)
+
+
+def window_to_sigma(window: int) -> float:
+    """DALI's ``DiameterToSigma`` (OpenCV's rule): ``(radius - 1) * 0.3 + 0.8``."""
+    radius = (window - 1) // 2
+    return float(np.float32((radius - 1) * 0.3 + 0.8))
+
+
+def gaussian_window(window: int, sigma: float) -> np.ndarray:
+    """DALI's ``FillGaussian``: the normalised float32 window of ``window`` taps.
+
+    Example:
+        >>> gaussian_window(3, 0.8).round(4)
+        array([0.239, 0.522, 0.239], dtype=float32)
+    """
+    radius = (window - 1) // 2
+    f32 = np.float32
+    exp_scale = f32(0.5) / (f32(sigma) * f32(sigma))
+    out = np.empty(window, np.float32)
+    total = f32(0.0)
+    for x in range(-radius, 0):
+        out[x + radius] = f32(np.exp(-(f32(x * x) * exp_scale)))
+        total = f32(total + out[x + radius])
+    total = f32(total * f32(2.0))
+    total = f32(total + f32(1.0))
+    scale = f32(1.0) / total
+    out[radius] = scale
+    for x in range(radius):
+        out[x] = f32(out[x] * scale)
+        out[2 * radius - x] = out[x]
+    return out
+
+
+def axis_windows(
+    sigmas: tuple[float, ...], windows: tuple[int, ...], axes: int, operator: str = NAME
+) -> list[np.ndarray]:
+    """The window of each data axis (outermost first) from the per-axis arguments."""
+    sigmas = kernels.per_axis(sigmas, axes, operator, "sigma")
+    windows = kernels.per_axis(windows, axes, operator, "window_size")
+    result = []
+    for axis, (sigma, size) in enumerate(zip(sigmas, windows, strict=True)):
+        if sigma == 0 and size == 0:
+            raise ValueError(
+                f"{operator}: `sigma` and `window_size` must not both be 0 (axis {axis}); "
+                f"give one of them"
+            )
+        if size == 0:
+            size = sigma_to_window(sigma)
+        elif sigma == 0:
+            sigma = window_to_sigma(size)
+        if size % 2 == 0:
+            raise ValueError(f"{operator}: `window_size` must be odd, got {size} (axis {axis})")
+        result.append(gaussian_window(size, sigma))
+    return result
+
+
+@described("types.FLOAT (default: the input type)")
+def _dtype(value: Any) -> types.DALIDataType:
+    dtype = to_dtype(value)
+    if np.dtype(dtype.numpy).kind not in "iuf":
+        raise ValueError(f"the output is numbers: types.FLOAT or the input type, not {dtype.name}")
+    return dtype
+
+
+class GaussianBlur(SampleOperator):
+    """Separable Gaussian correlation per plane, DALI's windows, ConvertSat to the output."""
+
+    def setup(self) -> None:
+        self.cv2 = backend.opencv()
+
+    def batch_args(self, inputs: list[TensorList]) -> dict[str, Any]:
+        return {"layout": inputs[0].layout()}
+
+    def check_input(self, index: int, sample: Any, layout: str) -> None:
+        kernels.check_number_image(NAME, sample, TYPES)
+
+    def cpu(
+        self,
+        sample: np.ndarray,
+        *,
+        layout: str,
+        sigma: tuple[float, ...],
+        window_size: tuple[int, ...],
+        dtype: types.DALIDataType | None,
+        **_: Any,
+    ) -> np.ndarray:
+        leading, axes, has_channels = kernels.data_axes(NAME, layout, sample.ndim)
+        out_dtype = sample.dtype if dtype is None else np.dtype(dtype.numpy)
+        if out_dtype not in (sample.dtype, np.dtype(np.float32)):
+            raise ValueError(
+                f"{NAME}: dtype must be types.FLOAT or the input type "
+                f"({sample.dtype.name}), got {out_dtype.name}"
+            )
+        windows = axis_windows(sigma, window_size, axes)
+        if sample.size == 0:
+            return np.empty(sample.shape, out_dtype)
+        values = kernels.separable(self.cv2, sample, windows, leading, has_channels)
+        return kernels.to_output(values, out_dtype, self.cv2)
+
+
+register(
+    OperatorSchema(
+        name=NAME,
+        class_name="GaussianBlur",
+        impl=GaussianBlur,
+        accepts=[kernels.IMAGE_OR_VOLUME],
+        output_kinds=keeps_kind,
+        doc=(
+            "Blurs with a Gaussian window, separably along each data axis (H and W of an "
+            "image; D too for a volume), as DALI's ``fn.gaussian_blur``. Give ``sigma`` "
+            "(window: ``2 * ceil(3 * sigma) + 1``) or ``window_size`` (odd; sigma: ``(radius - "
+            "1) * 0.3 + 0.8``) or both, once or per axis (outermost first), constant or per "
+            "sample. Borders reflect without repeating the edge (reflect 101). Channels (a "
+            "trailing C) and leading C/F axes are not blurred across; an input without a layout "
+            "has no channels, so all its axes are blurred. Sums in float32; ``dtype`` is the "
+            "input type (default) or FLOAT, converted with rounding half away from zero and "
+            "saturation."
+        ),
+        args=[
+            Arg(
+                "sigma",
+                "standard deviation of the window, once or per data axis (0: from window_size)",
+                (0.0,),
+                to_floats(low=0),
+                per_sample=True,
+            ),
+            Arg(
+                "window_size",
+                "the window's diameter (odd), once or per data axis (0: from sigma)",
+                (0,),
+                to_ints(low=0),
+                per_sample=True,
+            ),
+            Arg("dtype", "output type: types.FLOAT (default: the input type)", None, _dtype),
+        ],
+    )
+)
