@@ -100,3 +100,36 @@ def test_dtype_is_required() -> None:
 @pytest.mark.gpu
 def test_gpu_matches_cpu(photos: list[np.ndarray]) -> None:
     gpu_matches_cpu("cast", shifted(photos), layout="HWC", args={"dtype": types.INT8})
+
+
+@pytest.mark.parametrize("out", [np.uint8, np.int8, np.uint16, np.int16])
+@pytest.mark.parametrize("src", [np.float16, np.float32, np.float64])
+def test_the_fast_path_to_small_integers_rounds_and_saturates_as_dalis_convert_sat(src, out):
+    """8/16-bit outputs take a shorter path (rint, then the exact halves moved away from
+    zero); it must give what C's round-then-clamp gives, written here in Python floats."""
+    rng = np.random.default_rng(3)
+    values = np.concatenate(
+        [
+            rng.uniform(-70000, 70000, 2000),
+            rng.integers(-300, 300, 400) + 0.5,  # exact halves
+            np.nextafter(np.arange(-5, 5) + 0.5, 0),  # just below a half
+            [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e30, -1e30],
+        ]
+    )
+    with np.errstate(over="ignore"):  # float16 holds up to 65504: beyond is inf
+        values = values.astype(src)
+    info = np.iinfo(out)
+
+    def reference(v: float) -> int:
+        if np.isnan(v):
+            return 0
+        if np.isinf(v):
+            return info.max if v > 0 else info.min
+        whole = float(np.trunc(v))
+        rounded = whole + np.sign(v) if abs(v - whole) >= 0.5 else whole
+        return int(min(max(rounded, info.min), info.max))
+
+    got = convert_sat(values, out)
+    assert got.dtype == np.dtype(out)
+    want = np.array([reference(float(v)) for v in values.astype(np.float64)], out)
+    np.testing.assert_array_equal(got, want)
