@@ -16,7 +16,7 @@ ifeq ($(shell id -u),0)
 LAB_FLAGS = --allow-root
 endif
 
-.PHONY: venv test lint format demo lab bench dali-venv dali-reference dali-parity clean distclean
+.PHONY: venv test lint format demo lab bench bench-ops dali-venv dali-reference dali-parity clean distclean
 
 venv: $(STAMP) $(CHROMIUM)
 
@@ -77,6 +77,11 @@ dali-reference: dali-venv
 
 dali-parity: venv
 	$(BIN)/python -m tests.dali_parity.report
+
+# Only the per-operator speed table (benchmarks/operators.py): augkit, DALI 2.4 CPU and
+# Albumentations on 320x320 photos, one thread and two.
+bench-ops: venv
+	$(BIN)/python -m benchmarks --only operators
 
 clean:
 	rm -rf out build dist .pytest_cache .ruff_cache .hypothesis benchmarks/_work

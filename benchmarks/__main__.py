@@ -6,7 +6,9 @@ every contender of every workload, in an order rotated by one each round, so slo
 noisy machine fall on all of them alike. The table gives each contender's median images/s over
 the rounds (with min–max), and its ratios to DALI and to plain Python: the median over rounds
 of the ratio within the round. DALI runs in a subprocess of its own venv (``dali.py``). After
-the rounds, the first-run latency is measured in fresh processes (``first_run.py``). See
+the rounds, the first-run latency is measured in fresh processes (``first_run.py``). Then the
+per-operator table (``operators.py``): augkit, DALI CPU and Albumentations operator by operator
+on 320×320 photos (``--only operators`` runs it alone, ``--only workloads`` leaves it out). See
 ``benchmarks/README.md``.
 """
 
@@ -30,6 +32,7 @@ from PIL import Image
 from benchmarks import dali
 from benchmarks import first_run as fr
 from benchmarks import machine as mc
+from benchmarks import operators as ops
 from benchmarks import report as rp
 from benchmarks import workloads as wl
 
@@ -136,7 +139,68 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="also time DALI with the tutorial's exec_async=False, exec_pipelined=False",
     )
+    parser.add_argument(
+        "--only",
+        choices=("all", "workloads", "operators"),
+        default="all",
+        help="what to run: the workloads' table, the per-operator table, or both (default)",
+    )
+    parser.add_argument(
+        "--ops",
+        default=None,
+        help="the per-operator table's operators, comma-separated DALI names (default: all)",
+    )
+    parser.add_argument(
+        "--op-rounds",
+        type=int,
+        default=None,
+        help="rounds of the per-operator table (default 3; 1 with --quick)",
+    )
+    parser.add_argument(
+        "--op-batches",
+        type=int,
+        default=None,
+        help="timed batches of 32 per pass of the per-operator table (default 8; 2 with --quick)",
+    )
+    parser.add_argument(
+        "--op-seconds",
+        type=float,
+        default=1.0,
+        help="a pass of the per-operator table stops timing after the batch that ends past "
+        "this many seconds (at least one batch; default 1.0)",
+    )
+    parser.add_argument(
+        "--op-warmup",
+        type=int,
+        default=None,
+        help="untimed warm-up passes per contender of the per-operator table (default 1; 0 "
+        "with --quick)",
+    )
+    parser.add_argument(
+        "--ops-out",
+        type=Path,
+        default=None,
+        help="the per-operator report (default benchmarks/results/operators.md for a full run "
+        "of every operator, benchmarks/_work/operators.md otherwise)",
+    )
     args = parser.parse_args(argv)
+    if args.op_rounds is None:
+        args.op_rounds = 1 if args.quick else 3
+    if args.op_batches is None:
+        args.op_batches = 2 if args.quick else 8
+    if args.op_warmup is None:
+        args.op_warmup = 0 if args.quick else 1
+    if args.op_rounds < 1 or args.op_batches < 1 or args.op_warmup < 0 or args.op_seconds <= 0:
+        parser.error(
+            "need --op-rounds >= 1, --op-batches >= 1, --op-warmup >= 0 and --op-seconds > 0"
+        )
+    try:
+        args.op_pairs = ops.select(args.ops)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.ops_out is None:
+        official = not args.quick and args.ops is None and args.op_rounds >= 3
+        args.ops_out = (RESULTS if official else WORK) / "operators.md"
     if args.images is None:
         args.images = 128 if args.quick else 256
     if args.rounds is None:
@@ -665,9 +729,30 @@ def dali_notes(
     ]
 
 
+def run_operators(args: argparse.Namespace) -> int:
+    """The per-operator table (``benchmarks/operators.py``), printed and written to
+    ``--ops-out``."""
+    settings = ops.TableSettings(
+        data_root=args.data,
+        work=WORK,
+        out=args.ops_out,
+        pairs=args.op_pairs,
+        rounds=args.op_rounds,
+        warmup=args.op_warmup,
+        batches=args.op_batches,
+        seconds=args.op_seconds,
+        dali_venv=None if args.no_dali else args.dali_venv,
+        dali_missing="left out with --no-dali" if args.no_dali else None,
+        quick=args.quick,
+    )
+    lines = ops.run_table(settings, log)
+    print("\n".join(lines))
+    log(f"written to {_shown(args.ops_out)}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    started = time.perf_counter()
     WORK.mkdir(parents=True, exist_ok=True)
     # The same Pillow block cache for every contender: this process, its augkit threads, and
     # (through the environment and worker_init_fn) the DataLoader's worker processes.
@@ -675,6 +760,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     Image.core.set_blocks_max(args.pillow_blocks_max)
     args.data = args.data.resolve()
     ensure_bench_set(args.data)
+    status = 0
+    if args.only in ("all", "workloads"):
+        status = run_workloads(args)
+    if args.only in ("all", "operators"):
+        status = max(status, run_operators(args))
+    return status
+
+
+def run_workloads(args: argparse.Namespace) -> int:
+    """The workloads' table (``results.md``): everything but the per-operator table."""
+    started = time.perf_counter()
     files = wl.load_bench_set(args.data)
     mib = sum(len(f.data) for f in files) / 2**20
     log(f"{len(files)} JPEGs from {args.data} ({mib:.1f} MiB) in memory")

@@ -2,10 +2,13 @@
 
 DALI (``nvidia-dali-cuda120``) is installed from PyPI into a venv of its own,
 ``benchmarks/_work/dali-venv`` by default, the first time the benchmark runs (a 424 MB wheel;
-later runs find it and skip the installation). Its pipelines run in one long-lived subprocess of
-that venv, ``dali_runner.py``, driven in JSON lines; DALI's passes are interleaved with the
-other contenders' exactly like theirs. When the installation or the subprocess fails, the
-benchmark goes on without DALI and says why.
+later runs find it and skip the installation), and with it Albumentations 2.x (the per-operator
+table's CPU reference, ``operators.py``; it brings OpenCV, SciPy and pydantic). Its pipelines
+run in one long-lived subprocess of that venv, ``dali_runner.py``, driven in JSON lines; DALI's
+passes are interleaved with the other contenders' exactly like theirs. When the installation or
+the subprocess fails, the benchmark goes on without DALI and says why; when only
+Albumentations fails to install, DALI is kept and the per-operator table says that
+Albumentations is not available.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ from benchmarks.workloads import (
 
 DALI_REQUIREMENT = "nvidia-dali-cuda120==2.4.0"
 RUNNER = Path(__file__).resolve().parent / "dali_runner.py"
+ALBUMENTATIONS_REQUIREMENT = "albumentations>=2,<3"
 IMPORT_CHECK = "import nvidia.dali, numpy, PIL; print(nvidia.dali.__version__)"
+ALBUMENTATIONS_CHECK = "import albumentations, cv2; print(albumentations.__version__)"
 REPLY_TIMEOUT_S = 300.0
 INSTALL_TIMEOUT_S = 1800.0
 
@@ -45,79 +50,114 @@ def _venv_python(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def _dali_version(python: Path) -> str | None:
-    """DALI's version in that interpreter, or None when it cannot import it."""
+def _version(python: Path, check: str) -> str | None:
+    """What ``check`` prints in that interpreter (a version), or None when it fails."""
     if not python.exists():
         return None
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     try:
         done = subprocess.run(
-            [str(python), "-c", IMPORT_CHECK], capture_output=True, text=True, timeout=120
+            [str(python), "-c", check], capture_output=True, text=True, timeout=120, env=env
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def _dali_version(python: Path) -> str | None:
+    """DALI's version in that interpreter, or None when it cannot import it."""
+    return _version(python, IMPORT_CHECK)
+
+
+def albumentations_version(python: Path) -> str | None:
+    """Albumentations' version in that interpreter, or None when it cannot import it (or
+    OpenCV)."""
+    return _version(python, ALBUMENTATIONS_CHECK)
+
+
 def ensure_dali_venv(venv: Path, log: Callable[[str], None]) -> Path:
-    """The Python of a venv where DALI imports: ``venv`` as it is when DALI is already there,
-    otherwise created (``python -m venv``) and filled (``pip install nvidia-dali-cuda120==2.4.0
-    numpy pillow``), with pip's output in ``<venv>.install.log``.
+    """The Python of a venv where DALI imports: ``venv`` as it is when DALI and Albumentations
+    are already there, otherwise created (``python -m venv``) and filled (``pip install
+    nvidia-dali-cuda120==2.4.0 numpy pillow``, then ``pip install "albumentations>=2,<3"``),
+    with pip's output in ``<venv>.install.log``. Albumentations is a separate step: when it
+    fails, the venv is still returned (DALI works; the per-operator table says Albumentations
+    is missing).
 
     Raises:
-        DaliUnavailable: the venv cannot be created or the installation fails.
+        DaliUnavailable: the venv cannot be created or DALI's installation fails.
     """
     python = _venv_python(venv)
     version = _dali_version(python)
-    if version is not None:
-        log(f"DALI {version} found in {venv}")
+    albumentations = albumentations_version(python) if version is not None else None
+    if version is not None and albumentations is not None:
+        log(f"DALI {version} and Albumentations {albumentations} found in {venv}")
         return python
     install_log = venv.with_name(venv.name + ".install.log")
     venv.parent.mkdir(parents=True, exist_ok=True)
-    log(
-        f"installing {DALI_REQUIREMENT} into {venv} (one time: a 424 MB wheel; "
-        f"pip's output in {install_log})"
-    )
     steps = []
-    if not python.exists():
-        steps.append(("python -m venv", [sys.executable, "-m", "venv", str(venv)]))
-    steps.append(
-        (
-            f"pip install {DALI_REQUIREMENT}",
-            [
-                str(python),
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                DALI_REQUIREMENT,
-                "numpy",
-                "pillow",
-            ],
+    if version is None:
+        log(
+            f"installing {DALI_REQUIREMENT} into {venv} (one time: a 424 MB wheel; "
+            f"pip's output in {install_log})"
         )
-    )
+        if not python.exists():
+            steps.append(("python -m venv", [sys.executable, "-m", "venv", str(venv)]))
+        steps.append(
+            (
+                f"pip install {DALI_REQUIREMENT}",
+                [*_pip(python), DALI_REQUIREMENT, "numpy", "pillow"],
+            )
+        )
     # The venv must not inherit the benchmark's own venv through the environment.
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    with install_log.open("w") as out:
+    with install_log.open("a" if version is not None else "w") as out:
         for name, step in steps:
-            out.write(f"$ {' '.join(step)}\n")
-            out.flush()
-            try:
-                done = subprocess.run(
-                    step, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=INSTALL_TIMEOUT_S
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                raise DaliUnavailable(f"`{name}` failed: {exc}") from None
-            if done.returncode != 0:
-                raise DaliUnavailable(
-                    f"`{name}` exited with status {done.returncode}"
-                    f"{_last_error(install_log)}; last lines of {install_log}:\n"
-                    + _tail(install_log)
-                )
+            _run_step(name, step, out, env, install_log)
+        if _dali_version(python) is None:
+            raise DaliUnavailable(f"installed, but `import nvidia.dali` fails in {python}")
+        log(
+            f"installing {ALBUMENTATIONS_REQUIREMENT} into {venv} (one time; pip's output in "
+            f"{install_log})"
+        )
+        try:
+            _run_step(
+                f"pip install {ALBUMENTATIONS_REQUIREMENT}",
+                [*_pip(python), ALBUMENTATIONS_REQUIREMENT],
+                out,
+                env,
+                install_log,
+            )
+        except DaliUnavailable as exc:
+            log(f"Albumentations could not be installed (going on without it): {exc}")
     version = _dali_version(python)
-    if version is None:
-        raise DaliUnavailable(f"installed, but `import nvidia.dali` fails in {python}")
-    log(f"DALI {version} installed in {venv}")
+    log(f"DALI {version} in {venv}; Albumentations {albumentations_version(python) or 'missing'}")
     return python
+
+
+def _pip(python: Path) -> list[str]:
+    return [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
+
+
+def _run_step(name: str, step: list[str], out: Any, env: dict[str, str], install_log: Path) -> None:
+    """One installation step, its output appended to ``out``.
+
+    Raises:
+        DaliUnavailable: it could not run or exited with a non-zero status.
+    """
+    out.write(f"$ {' '.join(step)}\n")
+    out.flush()
+    try:
+        done = subprocess.run(
+            step, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=INSTALL_TIMEOUT_S
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise DaliUnavailable(f"`{name}` failed: {exc}") from None
+    if done.returncode != 0:
+        out.flush()
+        raise DaliUnavailable(
+            f"`{name}` exited with status {done.returncode}"
+            f"{_last_error(install_log)}; last lines of {install_log}:\n" + _tail(install_log)
+        )
 
 
 def _last_error(path: Path) -> str:

@@ -10,10 +10,22 @@ own prints go to stderr). Commands:
   while the other contenders are timed); reply with images, seconds and images/s.
 - ``{"cmd": "overhead", "batches": 200, "size": 16, "threads": 2}``: the per-sample cost of
   ``fn.python_function`` with a trivial function: the same pipeline with and without it.
+- ``{"cmd": "op_load", "images": NPY, "jpegs": [FILE, ...]}``: load the inputs of the
+  per-operator table (``benchmarks/operators.py``): the 320×320 photos (an ``.npy`` written by
+  the benchmark, so that both processes use the same pixels) and the JPEG files; import
+  Albumentations (``cv2.setNumThreads(1)``); reply with its version, or why it is missing.
+- ``{"cmd": "op_pass", "library": "dali" | "albumentations", "operator": NAME, "threads": 1,
+  "batches": 8, "seconds": 1.0, "seed": 42, "start": 0}``: one pass of an operator of that
+  table: DALI's pipeline ``external_source -> body`` (built afresh, one untimed batch,
+  ``batches`` timed, deleted), or Albumentations' transform in a plain loop over the same
+  images (one untimed);
+  the batches start at batch ``start`` of the inputs; timing stops early after the batch (or
+  image) that ends past ``seconds`` (null: never). Reply with images and seconds timed.
 - ``{"cmd": "quit"}``.
 
 Every reply has an ``event``: ``hello`` (first line: versions and the CPU-only checks),
-``pass``, ``overhead`` or ``error`` (with the traceback). ``exec`` is ``"default"`` (DALI 2.4's
+``pass``, ``overhead``, ``op_load``, ``op_pass`` or ``error`` (with the traceback; for
+``op_pass``, the exception's message on one line first). ``exec`` is ``"default"`` (DALI 2.4's
 defaults: ``exec_async=True, exec_pipelined=True``, which select the dynamic executor) or
 ``"sync"`` (the tutorial's ``exec_async=False, exec_pipelined=False``).
 
@@ -25,6 +37,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import os
 import platform
 import sys
@@ -36,6 +49,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.functions import blur_patches, edit_images, trivial
+
+# The per-operator table's state: its inputs, Albumentations and its transforms.
+OPERATORS: dict[str, Any] = {}
 
 BATCH_SIZE = 32
 OUT_SIZE = 300
@@ -187,6 +203,75 @@ def run_overhead(cmd: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def run_op_load(cmd: dict[str, Any]) -> dict[str, Any]:
+    from benchmarks import operators
+
+    inputs = operators.Inputs.load(cmd["images"], cmd["jpegs"])
+    OPERATORS.clear()
+    OPERATORS["inputs"] = inputs
+    OPERATORS["transforms"] = {}
+    version, missing = None, None
+    try:
+        import albumentations
+        import cv2
+
+        cv2.setNumThreads(1)  # one thread, as augkit's kernels have
+        OPERATORS["albumentations"] = (albumentations, cv2)
+        version = albumentations.__version__
+    except Exception as exc:
+        missing = f"{type(exc).__name__}: {exc}"
+    return {
+        "event": "op_load",
+        "images": len(inputs.photos),
+        "jpegs": len(inputs.jpegs),
+        "albumentations": version,
+        "albumentations_missing": missing,
+        "opencv": OPERATORS["albumentations"][1].__version__ if version else None,
+    }
+
+
+def run_op_pass(cmd: dict[str, Any]) -> dict[str, Any]:
+    from benchmarks import operators
+
+    pair = operators.PAIRS_BY_NAME[cmd["operator"]]
+    inputs = OPERATORS["inputs"]
+    batches, start = cmd["batches"], cmd.get("start", 0)
+    limit = math.inf if cmd.get("seconds") is None else float(cmd["seconds"])
+    if cmd["library"] == "dali":
+        from nvidia.dali import fn, types
+        from nvidia.dali.pipeline import Pipeline
+
+        source = inputs.source(pair.input, start)
+        pipe = operators.build_pipeline(
+            Pipeline, fn, types, pair, source, cmd.get("threads", 1), cmd.get("seed", 42)
+        )
+        done, seconds = operators.time_runs(pipe, batches, limit)
+        images = done * BATCH_SIZE
+        del pipe  # stops DALI's executor threads: nothing runs between passes
+        gc.collect()
+    elif cmd["library"] == "albumentations":
+        if "albumentations" not in OPERATORS:
+            raise RuntimeError("Albumentations is not importable in the DALI venv")
+        transforms = OPERATORS["transforms"]
+        if pair.name not in transforms:
+            transforms[pair.name] = pair.albumentations(*OPERATORS["albumentations"])
+        inputs_ = inputs.images(pair.input, start, batches * BATCH_SIZE + 1)
+        images, seconds = operators.time_albumentations(transforms[pair.name], inputs_, limit)
+    else:
+        raise ValueError(f"unknown library {cmd['library']!r}")
+    return {"event": "op_pass", "images": images, "seconds": seconds}
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's type and message on one line. DALI's span several and bury the reason
+    after "encountered:", before its "C++ context": that part alone."""
+    text = str(exc)
+    if "encountered:" in text:
+        text = text.split("encountered:", 1)[1].split("C++ context", 1)[0]
+    message = " / ".join(s.strip() for s in text.splitlines() if s.strip())
+    return f"{type(exc).__name__}: {message}"[:400]
+
+
 def main() -> int:
     # Replies go to the original stdout; anything DALI or a library prints, from Python or C,
     # goes to stderr instead, so that it cannot break the JSON lines.
@@ -214,6 +299,14 @@ def main() -> int:
                 reply(run_pass(cmd))
             elif cmd["cmd"] == "overhead":
                 reply(run_overhead(cmd))
+            elif cmd["cmd"] == "op_load":
+                reply(run_op_load(cmd))
+            elif cmd["cmd"] == "op_pass":
+                try:
+                    reply(run_op_pass(cmd))
+                except Exception as exc:
+                    message = one_line(exc) + "\n" + traceback.format_exc()
+                    reply({"event": "error", "message": message})
             else:
                 reply({"event": "error", "message": f"unknown command {cmd['cmd']!r}"})
         except Exception:

@@ -191,3 +191,211 @@ def write_chart(results: Results, path: Path, title: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)
+
+
+# --- the per-operator table (benchmarks/operators.py) ----------------------------------------
+
+# The issue's goals for the per-operator table (ratios in the same run).
+OPERATOR_DALI_FLOOR = 1.0  # every operator, augkit / DALI CPU, one thread
+OPERATOR_DALI_MEDIAN = 1.5  # the median of that column
+OPERATOR_ALBUMENTATIONS_MEDIAN = 1.0  # the median of augkit / Albumentations
+
+
+def _cell(text: str) -> str:
+    """Text for a Markdown table cell (no pipes, one line)."""
+    return " ".join(text.replace("|", "\\|").split())
+
+
+def _median_of(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def render_operators(
+    rows: list,
+    *,
+    rounds: int,
+    batches: int,
+    seconds_per_pass: float = float("inf"),
+    images: int,
+    data: Path,
+    versions: dict,
+    dali_missing: str | None,
+    albumentations_missing: str | None,
+    cpu: object,
+    quick: bool,
+    seconds: float,
+    machine: list[str] | None = None,
+) -> list[str]:
+    """The per-operator report: a row per operator (images/s of augkit on one thread, DALI CPU
+    on one thread, Albumentations; the paired ratios augkit/DALI on one and two threads and
+    augkit/Albumentations), the medians of the ratio columns, the goals, and the calls.
+
+    ``rows`` are ``benchmarks.operators.Row``: ``pair``, ``timings`` (contender -> Timing) and
+    ``absent`` (contender -> why it was not timed)."""
+    ratios: dict[str, list[tuple[str, float]]] = {"dali1": [], "dali2": [], "albu": []}
+    table = [
+        "| operator | augkit, 1 thread, img/s | DALI, 1 thread, img/s | Albumentations, img/s "
+        "| augkit / DALI, 1 thread | augkit / DALI, 2 threads | augkit / Albumentations "
+        "| notes |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    not_in_augkit, failures = [], []
+    for row in rows:
+        name = row.pair.name
+
+        def timing(contender: str, row=row) -> Timing | None:
+            t = row.timings.get(contender)
+            return t if t is not None and t.rates else None
+
+        notes = list(
+            dict.fromkeys(
+                why for c, why in row.absent.items() if not why.startswith("Albumentations has no")
+            )
+        )
+        if not getattr(row.pair, "counted", True):
+            notes.insert(0, "the floor, not counted in the medians")
+        if any(c.startswith("augkit") for c in row.absent):
+            not_in_augkit.append(name)
+        for contender, t in row.timings.items():
+            if t.failed:
+                threads = contender.split()[-1]
+                who = (
+                    contender
+                    if not threads.isdigit()
+                    else (
+                        f"{contender.split()[0]}, {threads} thread{'s' if threads != '1' else ''}"
+                    )
+                )
+                late = " (in a later round)" if t.rates else ""
+                notes.append(f"{who} failed{late}: {t.failed}")
+                failures.append(f"{name}, {who}: {t.failed}")
+        a1, a2 = timing("augkit 1"), timing("augkit 2")
+        d1, d2, al = timing("DALI 1"), timing("DALI 2"), timing("Albumentations")
+        r1 = a1.ratio(d1) if a1 else None
+        r2 = a2.ratio(d2) if a2 else None
+        ra = a1.ratio(al) if a1 else None
+        for key, value in (("dali1", r1), ("dali2", r2), ("albu", ra)):
+            if value is not None and getattr(row.pair, "counted", True):
+                ratios[key].append((name, value))
+
+        def rate(t: Timing | None) -> str:
+            return "–" if t is None else f"{t.median:.0f}"
+
+        table.append(
+            f"| `{name}` | {rate(a1)} | {rate(d1)} | {rate(al)} | {_ratio(r1)} | {_ratio(r2)} "
+            f"| {_ratio(ra)} | {_cell('; '.join(notes))} |"
+        )
+    med1 = _median_of([v for _, v in ratios["dali1"]])
+    med2 = _median_of([v for _, v in ratios["dali2"]])
+    meda = _median_of([v for _, v in ratios["albu"]])
+
+    def verdict(ok: bool | None) -> str:
+        return "not measured" if ok is None else ("met" if ok else "**missed**")
+
+    below = sorted((v, n) for n, v in ratios["dali1"] if v < OPERATOR_DALI_FLOOR)
+    below_text = ", ".join(f"`{n}` {v:.2f}×" for v, n in below) or "none"
+    summary = [
+        f"Medians of the ratio columns: augkit / DALI, 1 thread **{_ratio(med1)}** "
+        f"({len(ratios['dali1'])} operators); 2 threads **{_ratio(med2)}** "
+        f"({len(ratios['dali2'])}); augkit / Albumentations **{_ratio(meda)}** "
+        f"({len(ratios['albu'])}).",
+        "",
+        "Goals:",
+        "",
+        f"- every operator ≥ {OPERATOR_DALI_FLOOR}× DALI CPU on one thread: "
+        f"{verdict(None if not ratios['dali1'] else not below)}; below it: {below_text}",
+        f"- median ≥ {OPERATOR_DALI_MEDIAN}× DALI CPU on one thread: {_ratio(med1)}: "
+        f"{verdict(None if med1 is None else med1 >= OPERATOR_DALI_MEDIAN)}",
+        f"- median ≥ {OPERATOR_ALBUMENTATIONS_MEDIAN}× Albumentations on the shared operators: "
+        f"{_ratio(meda)}: "
+        f"{verdict(None if meda is None else meda >= OPERATOR_ALBUMENTATIONS_MEDIAN)}",
+    ]
+    if not_in_augkit:
+        summary.append(
+            f"- not in augkit yet ({len(not_in_augkit)}, not counted): "
+            + ", ".join(f"`{n}`" for n in not_in_augkit)
+        )
+    if failures:
+        summary.append(f"- failed ({len(failures)}): " + "; ".join(failures))
+    share = cpu
+    busy = (
+        " (**a busy machine**: the absolute figures are low and spread; the paired ratios "
+        "hold up better)"
+        if getattr(share, "others", 0.0) > 0.1
+        else ""
+    )
+    albumentations = (
+        f"Albumentations {versions.get('albumentations')} (OpenCV {versions.get('opencv')}, "
+        "`cv2.setNumThreads(1)`)"
+        if versions.get("albumentations")
+        else f"Albumentations: **not available** ({albumentations_missing})"
+    )
+    dali = (
+        f"NVIDIA DALI {versions['dali']} CPU (`device_id=None`)"
+        if versions.get("dali")
+        else f"NVIDIA DALI CPU: **not available** ({dali_missing})"
+    )
+    cap = (
+        f", fewer for a slow operator (the pass stops after the batch that ends past "
+        f"{seconds_per_pass:g} s)"
+        if seconds_per_pass != float("inf")
+        else ""
+    )
+    quick_note = " (`--quick`: the figures only show that the table runs)" if quick else ""
+    head = [
+        "# augkit per-operator throughput",
+        "",
+        *(machine or []),
+        f"- augkit {versions.get('augkit', '?')} (this venv); {dali} and {albumentations} in "
+        "the side venv's process (`benchmarks/dali_runner.py`)",
+        f"- inputs: the {images} photos of `{data.name}` resized once to 320×320 (Pillow "
+        "`BILINEAR`), uint8 HWC; the `decoders.*` rows decode the JPEG files themselves "
+        "(300–1200 px)",
+        f"- augkit and DALI: a pipeline `external_source -> operator`, batch 32, "
+        "`num_threads` 1 and 2, the default executor; one untimed batch, then "
+        f"{batches} batches timed per pass{cap} (the source's cost is in both and not "
+        "subtracted); Albumentations: a plain loop `transform(image=img)` over the same images, "
+        "one thread",
+        f"- {rounds} round(s){quick_note}: each round goes through the operators in an order "
+        "rotated by one, the contenders "
+        "of an operator timed one after the other; img/s: median over rounds; ratios: median "
+        "over rounds of the ratio of the two passes of the same round",
+        f"- during the rounds ({getattr(share, 'seconds', 0.0):.0f} s): the benchmark's "
+        f"processes used {getattr(share, 'tree', 0.0):.0%} of the machine's CPU time, other "
+        f"processes {getattr(share, 'others', 0.0):.0%}{busy}",
+        "",
+    ]
+    calls = [
+        "## The calls",
+        "",
+        "The same body runs in augkit and in DALI (`x`: the external source); `_uniform(fn, a, "
+        "b)` is `fn.random.uniform(range=[a, b])` (a draw per sample); `same_for_all(fn, v)` "
+        "and `this_and_next(fn)` are external sources giving every sample `v`, and sample `i` "
+        "the ids `[i, i + 1]`; `_jitter(A, ...)` is "
+        "Albumentations' `ColorJitter` with only those factors moving (the others at their "
+        "identity, which its kernels skip). Every transform has `p=1`. Albumentations' crops "
+        "return views of the input (no copy), which DALI and augkit do not.",
+        "",
+        "| operator | augkit and DALI | Albumentations | note |",
+        "|---|---|---|---|",
+    ]
+    from benchmarks.operators import lambda_text
+
+    for row in rows:
+        pair = row.pair
+        albu = lambda_text(pair.albumentations)
+        note = pair.note + ("; DALI runs it on the GPU only" if not pair.dali_cpu else "")
+        calls.append(
+            f"| `{pair.name}` | `{_cell(lambda_text(pair.body))}` | "
+            f"{'–' if albu == '–' else '`' + _cell(albu) + '`'} | {_cell(note.strip('; '))} |"
+        )
+    return [
+        *head,
+        *table,
+        "",
+        *summary,
+        "",
+        *calls,
+        "",
+        f"Run time: {seconds:.0f} s.",
+    ]
