@@ -140,7 +140,6 @@ def test_per_sample_sizes(photos, backend):
 @pytest.mark.parametrize(
     ("interp", "resample"),
     [
-        (types.INTERP_NN, Image.Resampling.NEAREST),
         (types.INTERP_CUBIC, Image.Resampling.BICUBIC),
         (types.INTERP_LANCZOS3, Image.Resampling.LANCZOS),
         (types.INTERP_TRIANGULAR, Image.Resampling.BILINEAR),
@@ -156,6 +155,80 @@ def test_interp_types_are_pillow_filters(photos, interp, resample, backend):
         args={**size, "interp_type": interp},
         **(backend if resample == Image.Resampling.BILINEAR else {}),
     )
+
+
+def coordinates(h: int, w: int) -> np.ndarray:
+    """A float32 HWC image whose pixel (y, x) holds y * 4096 + x (exact in float32)."""
+    return (np.arange(h)[:, None, None] * 4096.0 + np.arange(w)[None, :, None]).astype(np.float32)
+
+
+def centre_sources(n_in: float, n_out: int, lo: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """The exact (float64) source coordinate of each output pixel centre, and whether it is
+    within 1e-3 of a pixel edge (where float32 rounding may pick either neighbour)."""
+    c = lo + (np.arange(n_out) + 0.5) * (n_in / n_out)
+    return c, np.abs(c - np.round(c)) < 1e-3
+
+
+@pytest.mark.parametrize(
+    ("shape", "size"),
+    [((60, 80), (30, 40)), ((57, 83), (173, 211)), ((300, 451), (97, 1000)), ((5, 7), (64, 3))],
+)
+def test_nearest_picks_the_pixel_under_each_output_centre(shape, size):
+    """INTERP_NN takes the source pixel under each output pixel's centre, ``floor((x + 0.5) *
+    scale)``, as DALI does (not Pillow's NEAREST, which breaks ties the other way); only at an
+    exact tie may float32 rounding pick the neighbour."""
+    image = coordinates(*shape)
+    out = run_operator(
+        "resize", [[image]], layout="HWC", args={"size": size, "interp_type": types.INTERP_NN}
+    )[0][0].at(0)[..., 0]
+    assert out.shape == size
+    rows, cols = out // 4096, out % 4096
+    for axis, got in ((0, rows[:, 0]), (1, cols[0])):
+        c, tie = centre_sources(shape[axis], size[axis])
+        ref = np.clip(np.floor(c), 0, shape[axis] - 1)
+        ok = (got == ref) | (tie & (np.abs(got - ref) <= 1))
+        assert ok.all(), f"axis {axis}: {np.nonzero(~ok)[0][:10]}"
+    # every output row (column) is one source row (column): a pure gather, no blending
+    assert (rows == rows[:, :1]).all() and (cols == cols[:1]).all()
+
+
+def test_nearest_on_photos_is_a_gather_of_source_pixels(photos):
+    image = photos[0]
+    h, w = image.shape[:2]
+    out = run_operator(
+        "resize", [[image]], layout="HWC", args={"size": (123, 77), "interp_type": types.INTERP_NN}
+    )[0][0].at(0)
+    rows = np.floor((np.arange(123) + 0.5) * (h / 123)).astype(int)
+    cols = np.floor((np.arange(77) + 0.5) * (w / 77)).astype(int)
+    expected = image[rows][:, cols]
+    # float32 rounding may move a tie by one pixel; nowhere else may they differ
+    same_rows = (out == expected).all(axis=(1, 2))
+    assert same_rows.mean() > 0.95 and (out == expected).all(axis=(0, 2)).mean() > 0.95
+
+
+def test_nearest_integer_upscale_repeats_pixels(photos):
+    image = photos[1][:40, :50]
+    out = run_operator(
+        "resize", [[image]], layout="HWC", args={"size": (120, 200), "interp_type": types.INTERP_NN}
+    )[0][0].at(0)
+    np.testing.assert_array_equal(out, image.repeat(3, axis=0).repeat(4, axis=1))
+
+
+def test_nearest_flip_and_roi():
+    image = coordinates(10, 12)
+    out = run_operator(
+        "resize",
+        [[image]],
+        layout="HWC",
+        args={
+            "size": (5, 4),
+            "roi_start": (10, 2),
+            "roi_end": (0, 10),
+            "interp_type": types.INTERP_NN,
+        },
+    )[0][0].at(0)[..., 0]
+    assert (out // 4096)[:, 0].tolist() == [9, 7, 5, 3, 1]  # flipped: from the bottom
+    assert (out % 4096)[0].tolist() == [3, 5, 7, 9]  # columns 2..10, step 2, centres
 
 
 def linear_without_antialias(image: np.ndarray, out_hw: tuple[int, int]) -> np.ndarray:

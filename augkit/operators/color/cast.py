@@ -105,7 +105,7 @@ def _small_ints(x: np.ndarray, out: np.dtype, info: np.iinfo) -> np.ndarray:
     instead of ten (4x faster on a 320x320x3 image): ``rint`` rounds halves to even, so the
     exact halves it moved toward zero (``x - rint(x) == +-0.5`` with x's sign) are moved one
     away; then saturate (exact in float32 for these types) and NaN -> 0, as the general path."""
-    whole = np.rint(x)
+    whole = np.asarray(np.rint(x))  # a 0-d input gives a scalar otherwise
     with np.errstate(invalid="ignore"):  # inf - inf
         diff = x - whole
         whole += (diff == 0.5) & (x > 0)

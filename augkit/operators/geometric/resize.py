@@ -11,9 +11,21 @@ one of three back ends, all of which release the GIL:
   Pillow from a ~740×600 photo to 300×300, a mean 0.03 levels from Pillow (at most 2).
 - **Pillow** (``Image.resize(size, filter, box=window)``) for every other case Pillow's filters
   cover: sub-pixel windows and ROIs, other dtypes (torch's float kernel is no faster than
-  Pillow's on one thread), NEAREST/BICUBIC/LANCZOS, 5+ channels; and for everything when torch
+  Pillow's on one thread), BICUBIC/LANCZOS, 5+ channels; and for everything when torch
   is absent (the core needs NumPy and Pillow only) or ``AUGKIT_RESIZE_BACKEND=pillow``.
 - the **NumPy** resampler of ``geometric/warp.py`` for filters Pillow does not have.
+- **nearest neighbour** (``INTERP_NN`` both ways): ``nearest_indices`` picks DALI's source pixels,
+  then one OpenCV ``remap`` with that exact integer map (cached per plan; NumPy gathers without
+  OpenCV): about DALI's speed, 0.13 ms for 320x320 -> 224x224 on one thread. Not Pillow's NEAREST,
+  which breaks exact ties the other way (a mean 2.0 levels from DALI on an 80x104 -> 60x80
+  shrink). DALI's CPU ``ResampleNN`` (``resampling_impl_cpu.h``): float32 ``scale = (hi - lo) /
+  out``; the input is first cut to the rows (or columns, whichever pass its cost model would run
+  first) the window touches and the origin moved by that integer offset; rows are ``floor(sy)``
+  with ``sy`` *accumulated* by ``scale`` from ``origin + 0.5 * scale``; columns ``floor(origin +
+  (x + 0.5) * scale)`` (``floor(origin + 0.5) + x`` at scale 1). Exact against DALI 2.4 on 190 of
+  200 random sizes/ROIs/flips; the other 10 are a DALI bug: a column index past the right edge is
+  "clamped" with ``srcx += w - 1`` (reading the next row); augkit clamps to the last column.
+  Relative ROIs are multiplied in float32 (``0.15f * 56 = 8.4000003``), as DALI.
 
 Outputs therefore depend on the installation (torch or not) by at most 2 levels per pixel; a
 pipeline is reproducible on one installation, whatever its threads.
@@ -29,12 +41,13 @@ Decisions and traps for the next engineer:
   the image is padded by edge replication first, because Pillow's ``box`` must lie inside the
   image. DALI clamps tap indices, which is the same thing.
 - Pillow conventions, verified (tests/operators/test_resize.py): ``box`` is in continuous
-  coordinates (pixel ``i`` spans ``[i, i+1)``) and output pixel centres map to
-  ``box0 + (x + 0.5) * scale``, as in DALI; BILINEAR widens its triangle by the scale when
-  shrinking, which is DALI's Triangular filter (a NumPy resampler with DALI's own weights lands
-  within 1 level of Pillow inside the border, mean 0.15: the figure DESIGN.md gives for DALI
-  2.4); NEAREST takes ``floor``. That DALI also widens Cubic and Lanczos3 when ``antialias`` is
-  on (as Pillow's BICUBIC and LANCZOS do) is read from its ``DefaultFilterRadius``, not measured.
+  coordinates (pixel ``i`` spans ``[i, i+1)``) and output pixel centres map to ``box0 + (x + 0.5)
+  * scale``, as in DALI; BILINEAR widens its triangle by the scale when shrinking, which is DALI's
+  Triangular filter (a NumPy resampler with DALI's own weights lands within 1 level of Pillow
+  inside the border, mean 0.15: the figure DESIGN.md gives for DALI 2.4); Pillow's NEAREST takes
+  ``floor`` but rounds exact ties down (not used: see above). That DALI also widens Cubic and
+  Lanczos3 when ``antialias`` is on (as Pillow's BICUBIC and LANCZOS do) is read from its
+  ``DefaultFilterRadius``, not measured.
 - Known differences from DALI (border-only or rounding): Pillow drops filter taps outside the
   image and renormalises, where DALI repeats the border pixel (they differ only in the outermost
   ``scale`` rows/columns of a downscale); Pillow rounds its 8-bit intermediate between the
@@ -54,6 +67,7 @@ Decisions and traps for the next engineer:
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from collections.abc import Sequence
@@ -63,7 +77,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from augkit import types
+from augkit import backend, types
 from augkit.operators.base import SampleOperator
 from augkit.operators.geometric import resize_torch, warp
 from augkit.operators.layouts import GEOMETRIC, check_image
@@ -215,9 +229,9 @@ def plan_resize(
     req = [_f32(r) for r in requested]
     for d in range(2):
         if roi is not None and in_size[d] > 0:
-            a, b = float(roi[0][d]), float(roi[1][d])
-            if roi_relative:
-                a, b = a * in_size[d], b * in_size[d]
+            a, b = _f32(float(roi[0][d])), _f32(float(roi[1][d]))
+            if roi_relative:  # float32 products, as DALI's ResizeAttr
+                a, b = _f32(a * in_size[d]), _f32(b * in_size[d])
             if abs(b - a) < 1e-3:
                 offset = 0.5e-3 if a <= b else -0.5e-3
                 a, b = a - offset, b + offset
@@ -384,6 +398,110 @@ def _pillow_resize(
     return np.flip(out, flips) if flips else out
 
 
+def nearest_indices(plan: ResizePlan, in_size: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The source row and column of every output pixel of a nearest-neighbour resize, as
+    DALI's CPU kernel picks them (``ResampleNN`` in ``resampling_impl_cpu.h``).
+
+    All in float32, as DALI: ``scale = (hi - lo) / out``; the kernel first cuts the input to
+    the rows (or columns: whichever pass order its cost model picks) that the window touches
+    and moves the origin by that integer offset; rows are ``floor(sy)`` with ``sy`` starting
+    at ``origin + 0.5 * scale`` and *accumulated* by ``scale`` (so a long column drifts by
+    float32 rounding, as DALI's does); columns are ``floor(origin + (x + 0.5) * scale)``, or
+    ``floor(origin + 0.5) + x`` when the scale is exactly 1. Indices are clamped to the image.
+
+    Example:
+        >>> rows, cols = nearest_indices(plan_resize((4, 4), (2, 2)), (4, 4))
+        >>> rows.tolist(), cols.tolist()
+        ([1, 3], [1, 3])
+    """
+    f32 = np.float32
+    out_h, out_w = plan.out_size
+    origin = [f32(plan.src_lo[0]), f32(plan.src_lo[1])]
+    scale = [f32(f32(f32(plan.src_hi[d]) - origin[d]) / f32(plan.out_size[d])) for d in range(2)]
+    # ComputeScaleAndROI / SetupSample: the region of the input the window reads (support 1).
+    lo_int, extent = [], []
+    for d in range(2):
+        a, b = float(plan.src_lo[d]), float(plan.src_hi[d])
+        lo, hi = (a, b + 1.0) if a <= b else (b, a + 1.0)
+        roi_lo = max(0, min(in_size[d], math.floor(lo)))
+        roi_hi = max(0, min(in_size[d], math.floor(hi)))
+        lo_int.append(roi_lo)
+        extent.append(roi_hi - roi_lo)
+    size_vert = extent[1] * out_h  # the vertical pass first: (out_H x roi width)
+    size_horz = out_w * extent[0]
+    shifted = 1 if size_vert < size_horz else 0
+    offsets = [0, 0]
+    origin[shifted] = f32(origin[shifted] - f32(lo_int[shifted]))
+    offsets[shifted] = lo_int[shifted]
+    rows_extent = extent[0] if shifted == 0 else in_size[0]
+    cols_extent = extent[1] if shifted == 1 else in_size[1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        steps = np.full(out_h, scale[0], f32)
+        steps[0] = f32(origin[0] + f32(f32(0.5) * scale[0]))
+        sy = np.add.accumulate(steps, dtype=f32)
+        if scale[1] == 1:
+            sx = np.floor(f32(origin[1] + f32(0.5))) + np.arange(out_w, dtype=np.float64)
+        else:
+            xs = np.arange(out_w, dtype=f32) + f32(0.5)
+            sx = origin[1] + xs * scale[1]
+    rows = np.clip(np.floor(sy), 0, max(rows_extent - 1, 0)).astype(np.intp) + offsets[0]
+    cols = np.clip(np.floor(sx), 0, max(cols_extent - 1, 0)).astype(np.intp) + offsets[1]
+    return rows, cols
+
+
+_CV2: Any = None  # OpenCV, once a resize operator's setup() imported it (backend.opencv)
+_REMAP_TYPES = (np.dtype(np.uint8), np.dtype(np.int16), np.dtype(np.uint16), np.dtype(np.float32))
+
+
+def use_opencv() -> None:
+    """Import OpenCV for the nearest-neighbour kernel (from an operator's ``setup``, on the
+    building thread); without it the kernel gathers with NumPy (the same pixels, slower)."""
+    global _CV2
+    if _CV2 is None:
+        try:
+            _CV2 = backend.opencv()
+        except ImportError:  # pragma: no cover (OpenCV is a dependency of the benchmarks)
+            _CV2 = False
+
+
+@functools.lru_cache(maxsize=32)
+def _nearest_map(plan: ResizePlan, in_size: tuple[int, int]) -> np.ndarray:
+    """OpenCV's int16 (x, y) map of ``nearest_indices``, cached per plan (fixed output sizes
+    repeat from sample to sample: building the map costs as much as the remap)."""
+    rows, cols = nearest_indices(plan, in_size)
+    xy = np.empty((len(rows), len(cols), 2), np.int16)
+    xy[..., 0] = cols[None, :]
+    xy[..., 1] = rows[:, None]
+    xy.flags.writeable = False
+    return xy
+
+
+def nearest_resize(image: np.ndarray, plan: ResizePlan, out_dtype: np.dtype) -> np.ndarray:
+    """Nearest-neighbour resize with DALI's source pixels (``nearest_indices``): one OpenCV
+    ``remap`` with an exact integer map (``INTER_NEAREST`` then only copies pixels), or two
+    NumPy gathers where OpenCV does not apply (5+ channels, other types, > 32767 pixels)."""
+    out_h, out_w = plan.out_size
+    cv2 = _CV2
+    if (
+        cv2
+        and image.dtype in _REMAP_TYPES
+        and image.shape[2] <= 4
+        and max(image.shape[0], image.shape[1]) < 32768
+        and out_h * out_w <= 4096 * 4096
+        and out_h > 0
+        and out_w > 0
+    ):
+        xy = _nearest_map(plan, (image.shape[0], image.shape[1]))
+        out = cv2.remap(image, xy, None, cv2.INTER_NEAREST)
+        out = out.reshape(out_h, out_w, image.shape[2])
+    else:
+        rows, cols = nearest_indices(plan, image.shape[:2])
+        out = image.take(rows, axis=0).take(cols, axis=1)
+    if out.dtype != out_dtype:
+        out = warp.truncate_sat(out.astype(np.float32), out_dtype)
+    return out
+
+
 def _whole_image(plan: ResizePlan, shape: tuple[int, ...]) -> bool:
     """Whether the source window is exactly the image on both axes (either direction)."""
     return all(
@@ -439,6 +557,7 @@ class ResizeImpl(SampleOperator):
         # building thread: imported lazily by the first sample on a pool thread, it cost the
         # first run() a second and raced with other threads (a user's own `import torch`).
         resize_torch.torch_module()
+        use_opencv()
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         check_image("resize", sample, layout, ("HWC", "CHW"), _INPUT_TYPES)
@@ -449,54 +568,57 @@ class ResizeImpl(SampleOperator):
     def cpu(self, image: np.ndarray, *, layout: str, **args: Any) -> np.ndarray:
         if layout == "CHW":
             # The kernel works on HWC: CHW samples go through it as transposed views.
-            return self._resize_hwc(image.transpose(1, 2, 0), args).transpose(2, 0, 1)
-        return self._resize_hwc(image, args)
+            return resize_hwc(image.transpose(1, 2, 0), args).transpose(2, 0, 1)
+        return resize_hwc(image, args)
 
-    def _resize_hwc(self, image: np.ndarray, args: dict[str, Any]) -> np.ndarray:
-        dtype = args.get("dtype")
-        out_dtype = image.dtype if dtype is None else dtype.numpy
-        if out_dtype not in (image.dtype, np.dtype(np.float32)):
-            raise ValueError(
-                f"dtype must be the input type ({image.dtype.name}) or types.FLOAT, got "
-                f"{dtype.name}"
-            )
-        requested, mode = _requested(args)
-        roi = None
-        if args.get("roi_start") is not None:
-            roi = (args["roi_start"], args["roi_end"])
-        plan = plan_resize(
-            image.shape[:2],
-            requested,
-            mode=mode,
-            max_size=args.get("max_size"),
-            roi=roi,
-            roi_relative=args.get("roi_relative", False),
-            subpixel_scale=args.get("subpixel_scale", True),
+
+def resize_hwc(image: np.ndarray, args: dict[str, Any]) -> np.ndarray:
+    """Resize one HWC image as ``fn.resize`` does with the (checked) arguments ``args``
+    (``random_resized_crop`` and the decoders' crops call it with a ``roi``)."""
+    dtype = args.get("dtype")
+    out_dtype = image.dtype if dtype is None else dtype.numpy
+    if out_dtype not in (image.dtype, np.dtype(np.float32)):
+        raise ValueError(
+            f"dtype must be the input type ({image.dtype.name}) or types.FLOAT, got {dtype.name}"
         )
-        out_h, out_w = plan.out_size
-        if max(out_h, out_w) > _MAX_EXTENT or out_h * out_w > _MAX_PIXELS:
-            raise ValueError(
-                f"the output size {out_h}x{out_w} is too large: at most {_MAX_EXTENT} per side "
-                f"and {_MAX_PIXELS} pixels (check resize_x/resize_y/size/roi)"
-            )
-        min_kind, mag_kind = _filters(args)
-        antialias = args.get("antialias", True)
-        shrinks = [plan.out_size[d] < abs(plan.src_hi[d] - plan.src_lo[d]) for d in range(2)]
-        kinds = [min_kind if shrink else mag_kind for shrink in shrinks]
-        filters = {
-            _pillow_filter(kind, shrink, antialias)
-            for kind, shrink in zip(kinds, shrinks, strict=True)
-        }
-        if len(filters) == 1 and None not in filters:
-            resample = filters.pop()
-            if (
-                resample == Image.Resampling.BILINEAR
-                and _whole_image(plan, image.shape)
-                and resize_torch.supports(image, out_dtype)
-            ):
-                return _torch_resize(image, plan)
-            return _pillow_resize(image, plan, resample, out_dtype)
-        return _numpy_resize(image, plan, kinds, antialias, out_dtype)
+    requested, mode = _requested(args)
+    roi = None
+    if args.get("roi_start") is not None:
+        roi = (args["roi_start"], args["roi_end"])
+    plan = plan_resize(
+        image.shape[:2],
+        requested,
+        mode=mode,
+        max_size=args.get("max_size"),
+        roi=roi,
+        roi_relative=args.get("roi_relative", False),
+        subpixel_scale=args.get("subpixel_scale", True),
+    )
+    out_h, out_w = plan.out_size
+    if max(out_h, out_w) > _MAX_EXTENT or out_h * out_w > _MAX_PIXELS:
+        raise ValueError(
+            f"the output size {out_h}x{out_w} is too large: at most {_MAX_EXTENT} per side "
+            f"and {_MAX_PIXELS} pixels (check resize_x/resize_y/size/roi)"
+        )
+    min_kind, mag_kind = _filters(args)
+    antialias = args.get("antialias", True)
+    shrinks = [plan.out_size[d] < abs(plan.src_hi[d] - plan.src_lo[d]) for d in range(2)]
+    kinds = [min_kind if shrink else mag_kind for shrink in shrinks]
+    if kinds[0] == kinds[1] == warp.NEAREST:
+        return nearest_resize(image, plan, out_dtype)
+    filters = {
+        _pillow_filter(kind, shrink, antialias) for kind, shrink in zip(kinds, shrinks, strict=True)
+    }
+    if len(filters) == 1 and None not in filters:
+        resample = filters.pop()
+        if (
+            resample == Image.Resampling.BILINEAR
+            and _whole_image(plan, image.shape)
+            and resize_torch.supports(image, out_dtype)
+        ):
+            return _torch_resize(image, plan)
+        return _pillow_resize(image, plan, resample, out_dtype)
+    return _numpy_resize(image, plan, kinds, antialias, out_dtype)
 
 
 # The largest output: Pillow and torch take int32 sizes, and 2**40 pixels fit no memory.
