@@ -132,8 +132,10 @@ _SIDES = st.sampled_from([1, 2, 3, 4, 5, 6, 0])
 
 
 @st.composite
-def _sample(draw: st.DrawFn, dtype: Any, ndim: int) -> np.ndarray:
+def _sample(draw: st.DrawFn, dtype: Any, ndim: int, channels: int | None = None) -> np.ndarray:
     shape = tuple(draw(_SIDES) for _ in range(ndim))
+    if channels is not None:  # an image for an operator that needs this many channels, last
+        shape = (*shape[:-1], channels)
     if dtype == np.bool_:
         elements = st.booleans()
     elif np.issubdtype(dtype, np.integer):
@@ -152,13 +154,15 @@ def _sample(draw: st.DrawFn, dtype: Any, ndim: int) -> np.ndarray:
 
 
 @st.composite
-def _batch(draw: st.DrawFn) -> Any:
+def _batch(draw: st.DrawFn, channels: int | None = None) -> Any:
     """A list of 1 to 3 samples (one dtype, one rank, shapes of their own), or a TensorList of
     them with a drawn layout; half of the batches are images (3-D, HWC or CHW)."""
     dtype = draw(st.sampled_from(DTYPES))
     image = draw(st.sampled_from([True, False]))  # shrinks towards an image
     ndim = 3 if image else draw(st.integers(0, 4))
-    samples = draw(st.lists(_sample(dtype, ndim), min_size=1, max_size=3))
+    samples = draw(
+        st.lists(_sample(dtype, ndim, channels if image else None), min_size=1, max_size=3)
+    )
     layouts = ["", "HWC", "CHW"] if image else LAYOUTS
     if draw(st.booleans()):
         return TensorList(samples, draw(st.sampled_from(layouts)))
@@ -228,7 +232,8 @@ def _run(
         inputs = []
     else:
         inputs = [
-            data.draw(_batch(), label=f"input {k}") for k in range(_input_count(schema, data))
+            data.draw(_batch(case.channels), label=f"input {k}")
+            for k in range(_input_count(schema, data))
         ]
         if case.extra_inputs is not None and len(inputs) > 1:
             for k in range(1, len(inputs)):

@@ -1,6 +1,7 @@
-"""fn.brightness_contrast against DALI's formula on real photos: the contrast centre by input
-type (128 for uint8), the output range by output type, rounding half away from zero, per-sample
-arguments, and GPU = CPU."""
+"""fn.brightness_contrast, fn.brightness and fn.contrast against DALI's formula on real photos:
+the contrast centre by input type (128 for uint8), the output range by output type, rounding
+half away from zero, per-sample arguments (contrast_center too), the 256-entry table of uint8
+inputs against the element-wise formula, bad arguments and inputs, and GPU = CPU."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+import augkit.eager
 from augkit import types
-from tests.operator_check import check_operator, gpu_matches_cpu
+from augkit.errors import ArgumentError, OperatorError
+from augkit.operators.color.brightness_contrast import level_table
+from augkit.operators.color.cast import convert_sat
+from tests.operator_check import check_operator, gpu_matches_cpu, run_operator
 
 
 def formula(
@@ -135,6 +140,152 @@ def test_explicit_contrast_center(photos: list[np.ndarray]) -> None:
         layout="HWC",
         args={"contrast": 2.0, "contrast_center": 100.0},
     )
+
+
+def test_per_sample_contrast_center(photos: list[np.ndarray]) -> None:
+    centers = [np.float32(v) for v in (0.0, 64.0, 127.5, 200.0, 255.0, 31.25)][: len(photos)]
+
+    def reference(x: np.ndarray, contrast_center: Any, **_: Any) -> np.ndarray:
+        return to_uint8(in_float32(x, 1.0, 0.0, 1.8, center=contrast_center))
+
+    check_operator(
+        "brightness_contrast",
+        [photos],
+        reference,
+        layout="HWC",
+        args={"contrast": 1.8},
+        arg_inputs={"contrast_center": centers},
+    )
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        types.UINT8,
+        types.INT8,
+        types.INT16,
+        types.INT32,
+        types.UINT32,
+        types.INT64,
+        types.FLOAT,
+        types.FLOAT64,
+    ],
+)
+def test_uint8_table_equals_the_element_wise_formula(photos: list[np.ndarray], dtype: Any) -> None:
+    # uint8 inputs go through a 256-entry table (cv2.LUT for uint8 outputs): every value it can
+    # take must be what the float32 formula gives element by element, halves and saturation
+    # included.
+    levels = np.arange(256, dtype=np.uint8).reshape(16, 16, 1).repeat(3, axis=2)
+    settings = dict(brightness=1.37, brightness_shift=-0.11, contrast=2.3, contrast_center=99.5)
+    out = augkit.eager.brightness_contrast(levels, dtype=dtype, **settings)
+    kind = np.dtype(dtype.numpy).kind
+    top = 1.0 if kind == "f" else float(np.iinfo(dtype.numpy).max)
+    exact = in_float32(levels, 1.37, -0.11, 2.3, center=99.5, out_range=top)
+    np.testing.assert_array_equal(out, convert_sat(exact, dtype.numpy))
+    assert out.dtype == dtype.numpy
+
+
+@pytest.mark.parametrize(
+    ("mul", "add"),
+    [
+        *[(0.5, 64.0), (1.0, 0.5), (1.0, -0.5), (0.5, 0.49999997), (-1.0, 255.5)],
+        *[(3.7, -300.2), (1e30, 0.0), (-1e30, 5.0), (np.inf, 0.0), (0.0, np.nan), (2.0, -np.inf)],
+    ],
+)
+def test_uint8_level_table_is_convert_sat(mul: float, add: float) -> None:
+    levels = np.arange(256, dtype=np.float32)
+    with np.errstate(all="ignore"):
+        expected = convert_sat(levels * np.float32(mul) + np.float32(add), np.uint8)
+        got = level_table(np.float32(mul), np.float32(add), np.dtype(np.uint8))
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_brightness_alone(photos: list[np.ndarray]) -> None:
+    n = len(photos)
+    brightness = [np.float32(0.5 + 0.3 * i) for i in range(n)]
+    shift = [np.float32(0.1 * i - 0.2) for i in range(n)]
+
+    def reference(x: np.ndarray, brightness: Any, brightness_shift: Any, **_: Any) -> np.ndarray:
+        # out = shift * 255 + brightness * in (contrast 1: centre - 1 * centre = 0), in float32:
+        # the float64 formula lands on the other side of a half where float32 rounds.
+        return to_uint8(in_float32(x, brightness, brightness_shift, 1.0))
+
+    check_operator(
+        "brightness",
+        [photos],
+        reference,
+        layout="HWC",
+        arg_inputs={"brightness": brightness, "brightness_shift": shift},
+        expected_layout="HWC",
+    )
+
+
+def test_brightness_to_float_keeps_the_levels(photos: list[np.ndarray]) -> None:
+    check_operator(
+        "brightness",
+        [photos],
+        lambda x, **_: np.float32(1.5) * x.astype(np.float32) + np.float32(0.5),
+        layout="HWC",
+        args={"brightness": 1.5, "brightness_shift": 0.5, "dtype": types.FLOAT},
+    )
+
+
+def test_contrast_alone_per_sample(photos: list[np.ndarray]) -> None:
+    n = len(photos)
+    contrast = [np.float32(0.25 + 0.5 * i) for i in range(n)]
+    centers = [np.float32(30.0 + 40 * i) for i in range(n)]
+
+    def reference(x: np.ndarray, contrast: Any, contrast_center: Any, **_: Any) -> np.ndarray:
+        return to_uint8(in_float32(x, 1.0, 0.0, contrast, center=contrast_center))
+
+    check_operator(
+        "contrast",
+        [photos],
+        reference,
+        layout="HWC",
+        arg_inputs={"contrast": contrast, "contrast_center": centers},
+    )
+
+
+def test_contrast_of_floats_centres_on_half() -> None:
+    x = np.linspace(0, 1, 60, dtype=np.float32).reshape(4, 5, 3)
+    out = augkit.eager.contrast(x, contrast=0.0)
+    np.testing.assert_array_equal(out, np.full_like(x, 0.5))
+
+
+def test_separate_operators_take_only_their_arguments(photos: list[np.ndarray]) -> None:
+    with pytest.raises(ArgumentError, match="Brightness: unknown argument 'contrast'"):
+        augkit.eager.brightness(photos[0], contrast=0.5)
+    with pytest.raises(ArgumentError, match="Contrast: unknown argument 'brightness'"):
+        augkit.eager.contrast(photos[0], brightness=0.5)
+
+
+def test_empty_and_non_contiguous_inputs(photos: list[np.ndarray]) -> None:
+    empty = np.zeros((0, 4, 3), np.uint8)
+    assert augkit.eager.brightness_contrast(empty, contrast=2.0).shape == (0, 4, 3)
+    view = photos[0][::2, ::-3]
+    out = augkit.eager.brightness_contrast(view, contrast=0.5)
+    np.testing.assert_array_equal(out, to_uint8(formula(view, contrast=0.5)))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"brightness": "bright"}, "BrightnessContrast: argument 'brightness': expected a number"),
+        ({"contrast": float("nan")}, "argument 'contrast': expected a finite number"),
+        ({"dtype": types.BOOL}, "argument 'dtype': the output must be numbers"),
+        ({"contrast_center": [1, 2]}, "argument 'contrast_center'"),
+    ],
+)
+def test_bad_arguments_are_named(photos: list[np.ndarray], args: dict, message: str) -> None:
+    with pytest.raises(ArgumentError, match=message):
+        run_operator("brightness_contrast", [photos[:1]], layout="HWC", args=args)
+
+
+def test_non_numeric_input_is_refused() -> None:
+    flags = [np.ones((4, 4, 3), bool)]
+    with pytest.raises(OperatorError, match="brightness needs numbers, got bool data"):
+        run_operator("brightness", [flags], layout="HWC", args={"brightness": 2.0})
 
 
 @pytest.mark.gpu
