@@ -19,6 +19,17 @@ DALI's order and arithmetic (``crop_mirror_normalize.h``, the slice-flip-normali
 
 The tutorial's ``ops.CropMirrorNormalize(std=255., mean=0.)`` on uint8 HWC images therefore gives
 float32 CHW images in [0, 1] with layout "CHW".
+
+Speed (the common case: uint8 HWC in, a window inside the image, HWC or CHW out, no channel
+padding, an output type cv2.LUT has): every output value depends only on the input level and
+the channel, so the kernel computes a 256-entry table per channel with exactly the float32
+operations and ``convert_sat`` of the general path (same numbers, bit for bit; tested against
+the general path), mirrors the uint8 window with ``cv2.flip``, splits it into planes and
+applies the tables with ``cv2.LUT`` straight into the CHW output (one LUT call for HWC output).
+Tables, normalizations and windows are cached per argument values; a dense uint8 batch goes
+through the same path in a batch kernel (``cpu_batch``), into one dense output. Everything
+else (other types and layouts, windows that leave the image, pad_output, CuPy) takes the
+general path.
 """
 
 from __future__ import annotations
@@ -29,8 +40,9 @@ from typing import Any
 import numpy as np
 
 from augkit import backend, types
-from augkit.errors import ArgumentError
+from augkit.errors import ArgumentError, OperatorError
 from augkit.kinds import IMAGE
+from augkit.operators.base import dense_batch, per_sample_column
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.geometric.crop import (
     CROP_ARGS,
@@ -55,6 +67,31 @@ from augkit.operators.registry import (
     to_str,
 )
 from augkit.tensors import TensorList
+
+# Output types cv2.LUT produces (the fast path of uint8 HWC images).
+_LUT_DTYPES = {
+    np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16, np.int32, np.float32, np.float64)
+}
+
+
+_MISSING = object()
+
+
+def _tables(
+    norm: tuple[np.ndarray, np.ndarray] | None, out_dtype: np.dtype, channels: int
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The fast path's lookup tables: every uint8 level through the general path's float32
+    arithmetic and ``convert_sat``, as one ``(1, 256, C)`` table and C ``(1, 256)`` ones."""
+    levels = np.arange(256, dtype=np.float32)[:, None]
+    if norm is None:
+        table = convert_sat(np.broadcast_to(levels, (256, channels)), out_dtype)
+    else:
+        shifted_mean, inv = norm
+        with np.errstate(over="ignore", invalid="ignore"):
+            table = convert_sat((levels - shifted_mean) * inv, out_dtype)
+    table = np.ascontiguousarray(np.broadcast_to(table, (256, channels)))
+    planes = [np.ascontiguousarray(table[:, c]).reshape(1, 256) for c in range(channels)]
+    return table.reshape(1, 256, channels), planes
 
 
 def normalization(
@@ -123,6 +160,7 @@ class CropMirrorNormalize(ImageOperator):
             normalization(args["mean"], args["std"], args["scale"], args["shift"])
         except ValueError as exc:
             raise ArgumentError(f"{self.schema.class_name}: {exc}") from None
+        self.setup_fast()
 
     def cpu(
         self,
@@ -154,7 +192,7 @@ class CropMirrorNormalize(ImageOperator):
             )
         channel = layout.index("C")
         channels = sample.shape[channel]
-        norm = normalization(mean, std, scale, shift)
+        norm = self.normalization(mean, std, scale, shift)
         if norm is not None and norm[0].size not in (1, channels):
             raise ValueError(
                 f"mean/std have {norm[0].size} values, but the sample (shape {sample.shape}, "
@@ -173,8 +211,11 @@ class CropMirrorNormalize(ImageOperator):
                 normalized = (region.astype(np.float32) - shifted_mean) * inv
                 return convert_sat(normalized, out_dtype, xp)
 
-        anchor, size = crop_window(sample.shape, layout, crop_request(args), rounding)
-        anchor, size = fit_window(out_of_bounds_policy, sample.shape, anchor, size, layout)
+        anchor, size = self.window(sample.shape, layout, args, rounding, out_of_bounds_policy)
+        if xp is np:
+            fast = self._uint8_hwc(sample, layout, target, anchor, size, norm, out_dtype, mirror)
+            if fast is not None:
+                return fast
         fill = None
         if out_of_bounds_policy == "pad":
             fill = fill_array(fill_values, sample.shape, layout, out_dtype, xp)
@@ -191,6 +232,186 @@ class CropMirrorNormalize(ImageOperator):
         return xp.ascontiguousarray(out)
 
     gpu = cpu
+
+    def setup_fast(self) -> None:
+        self.cv2 = backend.opencv()
+        # Caches (dict operations are atomic under the GIL; a race computes a value twice).
+        self._norms: dict[tuple, Any] = {}
+        self._luts: dict[tuple, Any] = {}
+        self._windows: dict[tuple, Any] = {}
+
+    def _uint8_hwc(
+        self,
+        sample: np.ndarray,
+        layout: str,
+        target: str,
+        anchor: Sequence[int],
+        size: Sequence[int],
+        norm: tuple[np.ndarray, np.ndarray] | None,
+        out_dtype: Any,
+        mirror: int,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray | None:
+        """The common case, fast: a uint8 HWC image, a window inside it, HWC or CHW out, no
+        channel padding. Each output value depends only on the input level and the channel,
+        so a 256-entry table per channel, computed with the very float32 operations of the
+        general path, gives the same numbers: ``cv2.LUT`` applies it (one call for HWC
+        output, one per channel plane for CHW), and ``cv2.flip`` mirrors the uint8 window.
+        Into ``out`` (C-contiguous, of the output's shape and dtype) when given. Returns
+        ``None`` where it does not apply."""
+        out_dtype = np.dtype(out_dtype)
+        channels = sample.shape[-1] if sample.ndim == 3 else 0
+        if (
+            sample.dtype != np.uint8
+            or layout != "HWC"
+            or target not in ("HWC", "CHW")
+            or self.args["pad_output"]
+            or not 1 <= channels <= 4
+            or out_dtype not in _LUT_DTYPES
+            or not all(
+                a >= 0 and s > 0 and a + s <= e
+                for a, s, e in zip(anchor, size, sample.shape, strict=True)
+            )
+            or size[2] != channels
+            or sample.strides[2] != 1
+            or sample.strides[1] != channels
+        ):
+            return None
+        cv2 = self.cv2
+        key = (id(norm), out_dtype, channels)
+        luts = self._luts.get(key)
+        if luts is None:
+            luts = self._luts[key] = _tables(norm, out_dtype, channels)
+        (y, x, _), (h, w, _) = anchor, size
+        window = sample[y : y + h, x : x + w]
+        if mirror:
+            window = cv2.flip(window, 1)
+        if target == "HWC":
+            if out is None:
+                out = np.empty((h, w, channels), out_dtype)
+            cv2.LUT(window, luts[0], dst=out if channels > 1 else out[..., 0])
+            return out
+        if out is None:
+            out = np.empty((channels, h, w), out_dtype)
+        if channels > 1:
+            planes = [np.empty((h, w), np.uint8) for _ in range(channels)]
+            cv2.split(window, planes)
+        else:
+            planes = [np.ascontiguousarray(window.reshape(h, w))]
+        for c in range(channels):
+            cv2.LUT(planes[c], luts[1][c], dst=out[c])
+        return out
+
+    def cpu_batch(
+        self, ctx: Any, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList] | None:
+        """A dense uint8 HWC batch (the benchmark's and a reader's resized batches) in the
+        fast path, into one dense output: the per-sample work without the per-sample Python
+        (arguments, windows and tables once per batch; per-sample ``mirror`` and crop
+        positions are taken). Anything else, or anything the per-sample path would refuse,
+        returns ``None``: the per-sample kernel runs (and raises its own errors)."""
+        dense = dense_batch(inputs)
+        if (
+            not isinstance(dense, np.ndarray)
+            or dense.dtype != np.uint8
+            or dense.ndim != 4
+            or len(dense) == 0
+            or set(arg_inputs) - {"mirror", "crop_pos_x", "crop_pos_y"}
+        ):
+            return None
+        try:
+            plan = self._batch_plan(dense, inputs, arg_inputs)
+        except (ValueError, TypeError, ArgumentError, OperatorError):
+            return None
+        if plan is None:
+            return None
+        windows, mirrors, norm, target, out_dtype = plan
+        (_, _, channels), (h, w, _) = dense.shape[1:], windows[0][1]
+        shape = (h, w, channels) if target == "HWC" else (channels, h, w)
+        out = np.empty((len(dense), *shape), out_dtype)
+
+        def one(i: int) -> None:
+            (anchor, size), mirror = windows[i], mirrors[i]
+            self._uint8_hwc(dense[i], "HWC", target, anchor, size, norm, out_dtype, mirror, out[i])
+
+        ctx.map(one, len(dense))
+        return [self.dense_output(out, inputs)]
+
+    def _batch_plan(
+        self, dense: np.ndarray, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> tuple | None:
+        """What ``cpu_batch`` needs, checked as the per-sample path checks it; ``None`` where
+        the fast path does not apply to every sample alike."""
+        a = self.args
+        n = len(dense)
+        layout = self.batch_args(inputs)["layout"]
+        target = a["output_layout"] or layout
+        out_dtype = np.dtype(a["dtype"].numpy)
+        channels = dense.shape[-1]
+        if (
+            layout != "HWC"
+            or target not in ("HWC", "CHW")
+            or a["pad_output"]
+            or not 1 <= channels <= 4
+            or out_dtype not in _LUT_DTYPES
+            or not dense.flags.c_contiguous
+        ):
+            return None
+        norm = self.normalization(a["mean"], a["std"], a["scale"], a["shift"])
+        if norm is not None and norm[0].size not in (1, channels):
+            return None
+        columns = {key: per_sample_column(self, arg_inputs, key, n) for key in arg_inputs}
+        mirrors = columns.get("mirror")
+        mirrors = [bool(m) for m in mirrors] if mirrors is not None else [bool(a["mirror"])] * n
+        windows = []
+        for i in range(n):
+            args = dict(a)
+            for key in ("crop_pos_x", "crop_pos_y"):
+                if key in columns:
+                    args[key] = float(columns[key][i])
+            anchor, size = self.window(
+                dense.shape[1:], layout, args, a["rounding"], a["out_of_bounds_policy"]
+            )
+            if not all(
+                p >= 0 and s > 0 and p + s <= e
+                for p, s, e in zip(anchor, size, dense.shape[1:], strict=True)
+            ):
+                return None
+            windows.append((anchor, size))
+        if len({size for _, size in windows}) != 1 or windows[0][1][2] != channels:
+            return None
+        return windows, mirrors, norm, target, out_dtype
+
+    def window(
+        self, shape: tuple[int, ...], layout: str, args: dict[str, Any], rounding: str, policy: str
+    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """``crop_window`` + ``fit_window``, kept for the shapes and crop arguments seen (the
+        usual batch has one image size and a few crop positions)."""
+        request = crop_request(args)
+        key = (shape, layout, tuple(sorted(request.items())), rounding, policy)
+        found = self._windows.get(key)
+        if found is None:
+            anchor, size = crop_window(shape, layout, request, rounding)
+            found = fit_window(policy, shape, anchor, size, layout)
+            if len(self._windows) >= 256:
+                self._windows.clear()
+            self._windows[key] = found
+        return found
+
+    def normalization(
+        self, mean: Sequence[float], std: Sequence[float], scale: float, shift: float
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """``normalization(...)``, kept for the constant arguments (the same object for the
+        same values, which keys the tables of the fast path)."""
+        key = (tuple(mean), tuple(std), scale, shift)
+        found = self._norms.get(key, _MISSING)
+        if found is _MISSING:
+            found = normalization(mean, std, scale, shift)
+            if len(self._norms) >= 64:  # per-sample mean/std: keep the cache small
+                self._norms.clear()
+                self._luts.clear()
+            self._norms[key] = found
+        return found
 
     def output_layout(self, index: int, inputs: Sequence[TensorList]) -> str:
         return self.args["output_layout"] or inputs[0].layout()

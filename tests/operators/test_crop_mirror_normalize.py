@@ -285,3 +285,75 @@ def test_gpu_matches_cpu(photos: list[np.ndarray]) -> None:
         layout="HWC",
         args={"mean": 128.0, "std": 2.0, "dtype": types.INT8, "output_layout": "HWC"},
     )
+
+
+# --- the uint8 HWC fast path (lookup tables, cv2) against the general path ---------------------
+
+
+def _general_path(image: np.ndarray, **args: Any) -> np.ndarray:
+    """The same operator on the same values as int16: the general (element-wise) path."""
+    return run_operator(
+        "crop_mirror_normalize", [[image.astype(np.int16)]], layout="HWC", args=args
+    )[0][0].at(0)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"mean": list(IMAGENET_MEAN), "std": list(IMAGENET_STD)},
+        {"crop": (100, 120), "crop_pos_x": 0.2, "mirror": 1, "mean": 100.0, "std": 50.0},
+        {"output_layout": "HWC", "mean": [120.0, 110.0, 100.0], "std": [60.0, 55.0, 50.0]},
+        {"mean": 127.5, "std": 2.0, "dtype": types.UINT8, "shift": 3.0, "scale": 0.5},
+        {"mean": 100.0, "std": 1.0, "dtype": types.INT8, "mirror": 1},
+        {"dtype": types.FLOAT16, "mean": 10.0},  # no cv2.LUT for float16: general path
+        {"mean": 0.0, "std": 1.0, "dtype": types.INT32, "output_layout": "HWC"},
+    ],
+)
+def test_uint8_fast_path_equals_the_general_path(photos: list[np.ndarray], args: dict) -> None:
+    image = photos[0]
+    fast = run_operator("crop_mirror_normalize", [[image]], layout="HWC", args=args)[0][0].at(0)
+    np.testing.assert_array_equal(fast, _general_path(image, **args))
+    assert fast.dtype == _general_path(image, **args).dtype
+
+
+def test_gray_uint8_fast_path(photos: list[np.ndarray]) -> None:
+    gray = np.ascontiguousarray(photos[1][..., :1])
+    args = {"mean": 100.0, "std": 30.0, "crop": (64, 64), "mirror": 1}
+    fast = run_operator("crop_mirror_normalize", [[gray]], layout="HWC", args=args)[0][0].at(0)
+    np.testing.assert_array_equal(fast, _general_path(gray, **args))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"crop": (40, 56), "mean": list(IMAGENET_MEAN), "std": list(IMAGENET_STD)},
+        {"crop": (40, 56), "output_layout": "HWC", "mean": 100.0, "std": 20.0},
+        {"mean": 120.0, "std": 2.0, "dtype": types.UINT8, "shift": 7.0},
+        {"crop": (80, 56), "out_of_bounds_policy": "pad", "mean": 10.0},  # leaves the image
+        {"crop": (40, 56), "pad_output": True},  # not in the fast path
+    ],
+)
+def test_dense_batch_kernel_equals_the_per_sample_kernel(args: dict) -> None:
+    """A dense uint8 batch takes the batch kernel (dense output) where it applies; either way
+    the numbers are the per-sample kernel's, per-sample mirror and crop positions included."""
+    images = np.random.default_rng(4).integers(0, 256, (5, 60, 70, 3), dtype=np.uint8)
+    mirrors = [np.array(m, np.int32) for m in (1, 0, 1, 1, 0)]
+    positions = [np.array(p, np.float32) for p in (0.0, 0.3, 0.5, 1.0, 0.7)]
+
+    def run(batch: Any) -> Any:
+        pipe = Pipeline(batch_size=5, num_threads=2, device_id=None, seed=3)
+        with pipe:
+            x = fn.external_source(source=lambda: batch, batch=True, layout="HWC")
+            mirror = fn.external_source(source=lambda: mirrors, batch=True)
+            pos = fn.external_source(source=lambda: positions, batch=True)
+            pipe.set_outputs(fn.crop_mirror_normalize(x, mirror=mirror, crop_pos_x=pos, **args))
+        return pipe.run()[0]
+
+    dense, separate = run(images), run(list(images))
+    fast = "out_of_bounds_policy" not in args and "pad_output" not in args
+    assert (dense._dense is not None) == fast
+    assert separate._dense is None
+    assert dense.layout() == separate.layout()
+    for i in range(len(images)):
+        np.testing.assert_array_equal(dense.at(i), separate.at(i), err_msg=f"sample {i}")
+        assert dense.at(i).dtype == separate.at(i).dtype

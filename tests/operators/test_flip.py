@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import augkit.eager
 from augkit import fn
 from augkit.errors import ArgumentError, OperatorError
 from tests.operator_check import check_operator, gpu_matches_cpu, run_operator
@@ -120,3 +121,52 @@ def test_gpu_matches_cpu(photos: list[np.ndarray]) -> None:
             "vertical": [np.int32(i % 3 == 0) for i in range(n)],
         },
     )
+
+
+# --- the cv2.flip path against np.flip -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape, layout",
+    [
+        ((7, 9, 3), "HWC"),
+        ((3, 7, 9), "CHW"),
+        ((7, 9), "HW"),
+        ((2, 7, 9, 3), "FHWC"),
+        ((4, 7, 9, 3), "DHWC"),
+        ((7, 9, 600), "HWC"),  # more channels than OpenCV takes: NumPy
+        ((5, 2, 7, 9), "FCHW"),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.float64, np.int64, bool])
+def test_every_path_equals_np_flip(shape: tuple, layout: str, dtype: type) -> None:
+    x = (np.random.default_rng(1).random(shape) * 100).astype(dtype)
+    for h, v, d in [(1, 0, 0), (0, 1, 0), (1, 1, 0), (1, 1, 1), (0, 0, 1)]:
+        out = run_operator(
+            "flip", [[x]], layout=layout, args={"horizontal": h, "vertical": v, "depthwise": d}
+        )[0][0].at(0)
+        axes = tuple(
+            layout.index(a) for a, on in (("W", h), ("H", v), ("D", d)) if on and a in layout
+        )
+        np.testing.assert_array_equal(out, np.flip(x, axes) if axes else x)
+        assert out.dtype == x.dtype
+
+
+def test_dense_batch_flips_like_np_flip() -> None:
+    """A dense batch (one array): the batch kernel, cv2 in one call or sample by sample."""
+    from augkit.tensors import TensorList
+
+    rng = np.random.default_rng(2)
+    for shape, layout in [((5, 7, 9, 3), "HWC"), ((5, 3, 7, 9), "CHW"), ((5, 7, 9), "HW")]:
+        for dtype in (np.uint8, np.float64, np.int64):
+            x = (rng.random(shape) * 100).astype(dtype)
+            for hs, vs in [([1] * 5, [0] * 5), ([1, 0, 1, 1, 0], [0, 1, 1, 0, 0])]:
+                out = augkit.eager.flip(
+                    TensorList.from_array(x, layout),
+                    horizontal=[np.array(h, np.int32) for h in hs],
+                    vertical=[np.array(v, np.int32) for v in vs],
+                )
+                for i in range(5):
+                    axes = tuple(layout.index(a) for a, on in (("W", hs[i]), ("H", vs[i])) if on)
+                    want = np.flip(x[i], axes) if axes else x[i]
+                    np.testing.assert_array_equal(np.asarray(out._samples[i]), want)
