@@ -1,0 +1,149 @@
+"""``fn.stack`` and ``fn.cat``: join the samples of several inputs, sample by sample, along a new
+axis (stack) or an existing one (cat).
+
+Decisions and traps (DALI 2.4, measured on its CPU backend):
+
+- Every input must have one type and one number of dimensions; stack needs equal shapes, cat
+  equal extents except along ``axis``. One input is allowed (stack then adds an axis of
+  extent 1).
+- ``stack``: ``axis`` in ``[-ndim, ndim]`` (``ndim``: the inputs' rank; ``axis=ndim``
+  interleaves the values). Without ``axis_name`` the output has no layout; with it, the name is
+  inserted into the input's layout at ``axis`` (``HW``, axis 1, ``"C"`` -> ``HCW``), which
+  needs an input with a layout.
+- ``cat``: ``axis`` in ``[-ndim, ndim - 1]``, or ``axis_name`` (a letter of the layout; not
+  both). The layout is the first non-empty layout among the inputs (DALI does not check that
+  the others match unless ``axis_name`` is given).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from augkit.operators.registry import Arg, OperatorSchema, described, register, to_int, to_str
+from augkit.operators.tensors.shape import TensorOperator, axis_index
+from augkit.tensors import TensorList
+
+
+@described("one letter")
+def _letter(value: Any) -> str:
+    value = to_str(value)
+    if len(value) != 1:
+        raise ValueError(f"expected one letter, got {value!r}")
+    return value
+
+
+def _check_same(samples: Sequence[Any]) -> None:
+    first = samples[0]
+    for k, s in enumerate(samples[1:], 1):
+        if s.dtype != first.dtype or s.ndim != first.ndim:
+            raise ValueError(
+                f"all inputs must have one type and number of dimensions: input 0 is "
+                f"{first.dtype} {first.ndim}-D, input {k} is {s.dtype} {s.ndim}-D"
+            )
+
+
+class _Join(TensorOperator):
+    def input_layout(self, inputs: Sequence[TensorList]) -> str:
+        return next((x.layout() for x in inputs if x.layout()), "")
+
+    def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
+        return {"layout": self.input_layout(inputs)}
+
+
+class Stack(_Join):
+    def cpu(self, *samples: Any, axis: int, axis_name: str | None, layout: str, **_: Any) -> Any:
+        _check_same(samples)
+        ndim = samples[0].ndim
+        if not -ndim <= axis <= ndim:
+            raise ValueError(f"axis {axis} is out of range [{-ndim}, {ndim}] for {ndim}-D inputs")
+        shapes = {s.shape for s in samples}
+        if len(shapes) > 1:
+            raise ValueError(
+                f"stacking needs inputs of one shape, got shapes {[s.shape for s in samples]}"
+            )
+        if axis_name is not None and ndim and len(layout) != ndim:
+            raise ValueError("axis_name needs inputs with a layout (or scalar inputs)")
+        return np.stack(samples, axis=axis)
+
+    def out_layout(self, in_layout: str, in_ndim: int, out_ndim: int, args: dict) -> str:
+        name = args["axis_name"]
+        if name is None or len(in_layout) != in_ndim:
+            return ""
+        axis = args["axis"] % out_ndim
+        return in_layout[:axis] + name + in_layout[axis:]
+
+
+class Cat(_Join):
+    def axis(self, ndim: int, layout: str, args: dict) -> int:
+        if args["axis_name"] is not None:
+            if args["axis_name"] not in layout:
+                raise ValueError(
+                    f'axis_name "{args["axis_name"]}" is not an axis of the layout "{layout}"'
+                )
+            return layout.index(args["axis_name"])
+        return axis_index(args["axis"], ndim)
+
+    def cpu(self, *samples: Any, layout: str, **args: Any) -> Any:
+        _check_same(samples)
+        ndim = samples[0].ndim
+        if ndim == 0:
+            raise ValueError("cat needs inputs with at least one dimension")
+        axis = self.axis(ndim, layout, args)
+        for k, s in enumerate(samples[1:], 1):
+            for d in range(ndim):
+                if d != axis and s.shape[d] != samples[0].shape[d]:
+                    raise ValueError(
+                        f"inputs may differ in extent only along the concatenation axis "
+                        f"({axis}): input 0 has shape {samples[0].shape}, input {k} "
+                        f"{s.shape}"
+                    )
+        return np.concatenate(samples, axis=axis)
+
+    def out_layout(self, in_layout: str, in_ndim: int, out_ndim: int, args: dict) -> str:
+        return in_layout
+
+
+def _check_cat(args: dict[str, Any]) -> None:
+    if args.get("axis") is not None and args.get("axis_name") is not None:
+        raise ValueError("axis and axis_name cannot be used together")
+
+
+register(
+    OperatorSchema(
+        name="stack",
+        class_name="Stack",
+        impl=Stack,
+        min_inputs=1,
+        max_inputs=None,
+        doc=(
+            "Joins the inputs' samples (one shape and type) along a new axis ``axis``; "
+            "``axis_name`` names it in the layout (else the output has none)."
+        ),
+        args=[
+            Arg("axis", "where the new axis goes, in [-ndim, ndim]", 0, to_int()),
+            Arg("axis_name", "the new axis's layout letter", None, _letter),
+        ],
+    )
+)
+
+register(
+    OperatorSchema(
+        name="cat",
+        class_name="Cat",
+        impl=Cat,
+        min_inputs=1,
+        max_inputs=None,
+        validate=_check_cat,
+        doc=(
+            "Concatenates the inputs' samples along an existing axis, ``axis`` or the layout "
+            "letter ``axis_name``; the extents must match along the other axes."
+        ),
+        args=[
+            Arg("axis", "the axis to join along, in [-ndim, ndim - 1]", 0, to_int()),
+            Arg("axis_name", "the layout letter of the axis to join along", None, _letter),
+        ],
+    )
+)
