@@ -36,12 +36,15 @@ import types as pytypes
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 import augkit.operators  # noqa: F401  (fills the registry)
 from augkit.core import Engine
 from augkit.debug import DebugSession
 from augkit.errors import OperatorError, report_skips
 from augkit.frontends import operator_class
 from augkit.graph import DataNode, per_sample_value, tracing
+from augkit.operators.constant import is_constant
 from augkit.operators.registry import REGISTRY, OperatorSchema
 from augkit.random import operator_seed, resolve_seed
 from augkit.tensors import TensorList
@@ -96,7 +99,9 @@ def _as_inputs(inputs: tuple[Any, ...]) -> tuple[str, list[Any]]:
     kind = "tensorlist"
     converted = []
     for value in inputs:
-        if isinstance(value, TensorList):
+        if _python_constant(value) or isinstance(
+            value, TensorList
+        ):  # DALI's types.Constant: the graph makes its node
             converted.append(value)
         elif isinstance(value, list):
             kind = "list" if kind != "sample" else kind
@@ -104,9 +109,15 @@ def _as_inputs(inputs: tuple[Any, ...]) -> tuple[str, list[Any]]:
         else:  # one sample
             kind = "sample"
             converted.append([value])
-    if not inputs:
+    if not any(not _python_constant(v) for v in inputs):
         kind = "list"
     return kind, converted
+
+
+def _python_constant(value: Any) -> bool:
+    """A Python number or list of Python numbers given as an input: the same value for every
+    sample (a NumPy array is one sample, a list of arrays a batch)."""
+    return is_constant(value) and not isinstance(value, (np.ndarray, np.generic))
 
 
 def _back(batch: TensorList, kind: str) -> Any:
@@ -118,15 +129,19 @@ def _back(batch: TensorList, kind: str) -> Any:
 
 def call(schema: OperatorSchema, *inputs: Any, batch_size: int | None = None, **kwargs: Any) -> Any:
     """Run operator ``schema`` once on ``inputs`` (see the module docstring)."""
+    if schema.positional and schema.max_inputs == 0 and inputs:  # fn.random.choice(5)
+        kwargs = schema.named(inputs, kwargs)
+        inputs = ()
     kind, batches = _as_inputs(inputs)
     state = _state()
     if kwargs.get("seed", -1) == -1:
         kwargs["seed"] = state.next_seed() if state is not None else resolve_seed(-1)
-    size = len(batches[0]) if batches else (batch_size or 1)
+    sized = [b for b in batches if not _python_constant(b)]
+    size = len(sized[0]) if sized else (batch_size or 1)
     session = _session(size, state.iteration if state is not None else 0)
     try:
         with tracing(session):  # type: ignore[arg-type]
-            nodes = [session.constant(b) for b in batches]
+            nodes = [b if _python_constant(b) else session.constant(b) for b in batches]
             for key, value in kwargs.items():
                 if per_sample_value(schema, key, value):
                     kwargs[key] = session.constant(value)

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from augkit.errors import ArgumentError, AugkitError, DeviceError
+from augkit.operators.constant import is_constant
 from augkit.operators.registry import REGISTRY, REQUIRED, OperatorSchema
 from augkit.tensors import TensorList
 
@@ -241,6 +242,11 @@ def _expression(op: str, *operands: Any) -> Any:
     return cls(op=op, constants=constants, device=device)(*nodes)
 
 
+def _value(value: Any) -> DataNode:
+    """The node of a Python constant given as an input (``augkit.operators.constant``)."""
+    return operator_class(REGISTRY["_value"])(value=value)()
+
+
 def _transfer(schema_name: str, node: DataNode) -> DataNode:
     return OperatorNode(
         REGISTRY[schema_name], "gpu" if schema_name == "_to_gpu" else "cpu", {}, {}, [node]
@@ -354,13 +360,20 @@ class Operator:
                 else f"{schema.min_inputs} to {high}"
             )
             raise ArgumentError(f"{schema.class_name}: takes {want} input(s), got {len(inputs)}.")
+        # A number, a list of numbers or a NumPy array: DALI's types.Constant, the same value for
+        # every sample.
+        inputs = tuple(
+            _value(x) if not isinstance(x, DataNode) and is_constant(x) else x for x in inputs
+        )
         if _session() is not None:
             _check_device(schema, self._device)
             # Debug mode: a list of arrays or tensors is one batch given as an input; only a
             # list of nodes is DALI's multiple input sets.
             inputs = tuple(
                 _session().constant(x)
-                if isinstance(x, list) and not any(isinstance(e, DataNode) for e in x)
+                if isinstance(x, list)
+                and not any(isinstance(e, DataNode) for e in x)
+                and not is_constant(x)
                 else x
                 for x in inputs
             )

@@ -11,6 +11,7 @@ import pytest
 from augkit import eager, fn, pipeline_def, types
 from augkit.operators.registry import REGISTRY
 from augkit.tensors import TensorList
+from tests.operator_cases import case
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -122,5 +123,5 @@ def test_every_random_operator_draws_a_whole_batch_at_once() -> None:
     assert names, "no random operators registered"
     for name in names:
         schema = REGISTRY[name]
-        out = eager.call(schema, batch_size=5, seed=3)
+        out = eager.call(schema, batch_size=5, seed=3, **case(name).required)
         assert isinstance(out, list) and len(out) == 5, name

@@ -115,12 +115,12 @@ def _fixed(case: OperatorCase) -> list[np.ndarray]:
 
 
 def _eager_op(name: str) -> Callable[..., Any]:
-    """``augkit.eager``'s form of operator ``name``; operators without inputs get the batch
-    size as ``batch_size=``."""
+    """``augkit.eager``'s form of operator ``name``; operators that may have no inputs get the
+    batch size as ``batch_size=`` (eager ignores it once inputs are given)."""
     target: Any = eager
     for part in name.split("."):
         target = getattr(target, part)
-    if REGISTRY[name].max_inputs == 0:
+    if REGISTRY[name].min_inputs == 0:
         return functools.partial(target, batch_size=BATCH)
     return target
 

@@ -20,6 +20,11 @@ def _ints(fn: Any, types: Any, x: Any) -> Any:
     return fn.cast(x * 10, dtype=types.INT32)
 
 
+def _function(name: str) -> Any:
+    """The body applying ``math.<name>`` to the input."""
+    return lambda fn, types, x: getattr(_math(fn), name)(x)
+
+
 def _case(name: str, body: Any, input: str = "images", **kw: Any) -> ParityCase:
     return ParityCase(name, body, input=input, **kw)
 
@@ -83,6 +88,15 @@ CASES = [
     ),
     # comparisons in the promoted type
     _case("u8_eq_300", lambda fn, types, x: (x == 300, x < 128.5, x >= 200)),
+    # Python constants as inputs: DALI's types.Constant
+    _case("constant_full_like", lambda fn, types, x: (fn.full_like(x, 7), fn.full_like(x, 2.5))),
+    _case(
+        "constant_std_dev",
+        lambda fn, types, x: fn.reductions.std_dev(x, [100.0, 110.0, 120.0], axis_names="HW"),
+        max_diff=1e-4,
+        mean_diff=1e-5,
+        note="the mean given as a list of Python floats (a scalar one: DALI 2.4 reads past it)",
+    ),
     # math: abs, min, max, clamp, atan2
     _case("abs_int", lambda fn, types, x: _math(fn).abs(_ints(fn, types, x)), input="vectors"),
     _case("abs_u8", lambda fn, types, x: _math(fn).abs(x)),
@@ -99,7 +113,7 @@ CASES = [
     *[
         _case(
             f"{name}_float",
-            (lambda name: lambda fn, types, x: getattr(_math(fn), name)(x))(name),
+            _function(name),
             input="vectors",
             max_diff=1e-4,
             mean_diff=1e-6,
@@ -110,7 +124,7 @@ CASES = [
     *[
         _case(
             f"{name}_u8",
-            (lambda name: lambda fn, types, x: getattr(_math(fn), name)(x))(name),
+            _function(name),
             max_diff=1e-4,
             mean_diff=1e-6,
             note="float32 result of a uint8 input",
