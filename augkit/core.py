@@ -474,6 +474,13 @@ class Engine:
                 or an argument input's length does not fit the batch.
         """
         samples = len(inputs[0]) if inputs else ctx.batch_size
+        if any(len(batch) != samples for batch in inputs):
+            sizes = ", ".join(str(len(batch)) for batch in inputs)
+            raise OperatorError(
+                f"its inputs are batches of different sizes ({sizes}); every input of an "
+                f"operator must have one sample per sample of the batch",
+                operator=node.name,
+            )
         for key, batch in arg_inputs.items():
             if len(batch) != samples:
                 raise OperatorError(

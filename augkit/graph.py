@@ -361,9 +361,15 @@ class Operator:
             )
             raise ArgumentError(f"{schema.class_name}: takes {want} input(s), got {len(inputs)}.")
         # A number, a list of numbers or a NumPy array: DALI's types.Constant, the same value for
-        # every sample.
+        # every sample. (In debug mode a NumPy array is a batch, its first axis the samples.)
+        debugging = _session() is not None
         inputs = tuple(
-            _value(x) if not isinstance(x, DataNode) and is_constant(x) else x for x in inputs
+            _value(x)
+            if not isinstance(x, DataNode)
+            and is_constant(x)
+            and not (debugging and isinstance(x, np.ndarray))
+            else x
+            for x in inputs
         )
         if _session() is not None:
             _check_device(schema, self._device)

@@ -185,7 +185,7 @@ def test_axes_with_axis_names_is_refused() -> None:
 
 
 def test_different_batch_sizes_of_data_and_mean_are_an_error() -> None:
-    with pytest.raises(AugkitError, match="one batch size"):
+    with pytest.raises(AugkitError, match="inputs are batches of different sizes"):
         eager.reductions.std_dev([np.ones(3, np.float32)] * 2, [np.float32(1)])
 
 
