@@ -41,7 +41,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 REFERENCE = HERE / "reference"
 INPUTS_FILE = REFERENCE / "inputs.npz"
 PHOTOS_DIR = HERE.parents[1] / "data" / "images"
-# The photos of the input sets; "jpegs" are these files as they are (read, not stored).
+# The photos of the input sets (resized; "jpegs" are the resized photos encoded as JPEG files).
 PHOTOS = [
     "animals/chelsea_cat.jpg",
     "objects/coffee_cup.jpg",
@@ -55,7 +55,7 @@ INPUT_SETS = {
     "gray": "HWC",  # the same photos as 1-channel uint8 (HWC with C=1)
     "float": "HWC",  # the photos as float32 in [0, 1]
     "chw": "CHW",  # the photos transposed to CHW, uint8
-    "jpegs": "",  # 4 JPEG files of data/images, as 1-D uint8 arrays (encoded)
+    "jpegs": "",  # the 4 photos as small JPEG files (1-D uint8 arrays; one 4:4:4, three 4:2:0)
     "vectors": "",  # 4 float32 1-D arrays of different lengths (tensor and maths operators)
     "matrices": "",  # 4 float32 2-D arrays (3x4, 5x2, ...) with negative values
 }
@@ -90,7 +90,6 @@ def load_inputs(path: pathlib.Path = INPUTS_FILE) -> dict[str, list[np.ndarray]]
         for key in sorted(stored.files, key=lambda k: (k.split("/")[0], int(k.split("/")[1]))):
             name, _ = key.split("/")
             sets.setdefault(name, []).append(stored[key])
-    sets["jpegs"] = [np.frombuffer((PHOTOS_DIR / p).read_bytes(), np.uint8) for p in PHOTOS]
     return sets
 
 

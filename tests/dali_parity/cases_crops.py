@@ -292,7 +292,7 @@ CASES += [
     ParityCase(
         "decoder_crop_pos",
         lambda fn, types, x: fn.decoders.image_crop(
-            x, crop=(100, 120), crop_pos_x=0.3, crop_pos_y=0.7
+            x, crop=(24, 30), crop_pos_x=0.3, crop_pos_y=0.7
         ),
         input="jpegs",
         note="decoded whole, then cut: exact",
@@ -301,8 +301,8 @@ CASES += [
         "decoder_crop_per_sample_gray",
         lambda fn, types, x: fn.decoders.image_crop(
             x,
-            crop_w=per_sample(fn, [101.7, 50.0, 256.0, 333.0]),
-            crop_h=77,
+            crop_w=per_sample(fn, [31.7, 20.0, 56.0, 70.0]),
+            crop_h=37,
             crop_pos_x=per_sample(fn, [0.0, 0.25, 0.5, 1.0]),
             output_type=types.GRAY,
             rounding="truncate",
@@ -322,8 +322,8 @@ CASES += [
             x,
             *_anchor_shape(
                 fn,
-                [[10, 20], [0, 0], [100, 31], [500, 400]],
-                [[200, 100], [600, 400], [1, 1], [500, 472]],
+                [[10, 20], [0, 0], [30, 31], [60, 30]],
+                [[40, 20], [80, 60], [1, 1], [12, 10]],
                 np.int32,
             ),
             output_type=types.BGR,

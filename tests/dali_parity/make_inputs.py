@@ -4,6 +4,8 @@ every stored DALI reference stale: run ``make dali-reference`` afterwards."""
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 from PIL import Image
 
@@ -28,6 +30,14 @@ def main() -> None:
             rng.normal(0, 2, shape).astype(np.float32) for shape in ((3, 4), (5, 2), (2, 2), (4, 3))
         ],
     }
+    # Small JPEG files (the photos above, encoded by Pillow: 4:2:0 and one 4:4:4), so that the
+    # decoders' stored outputs stay small; the decoders read them as any JPEG file.
+    encoded = []
+    for k, image in enumerate(images):
+        buffer = io.BytesIO()
+        Image.fromarray(image).save(buffer, format="JPEG", quality=90, subsampling=2 if k else 0)
+        encoded.append(np.frombuffer(buffer.getvalue(), np.uint8))
+    sets["jpegs"] = encoded
     INPUTS_FILE.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(
         INPUTS_FILE, **{f"{k}/{i}": s for k, samples in sets.items() for i, s in enumerate(samples)}
