@@ -708,3 +708,38 @@ def test_a_colour_operators_argument_and_a_random_operators_probability(image_di
     probability.value = 0.0  # no sample flipped: the pictures are the unflipped ones
     assert np.array_equal(viewer.batch.as_array(), pipe.value("bc").as_array())
     pipe.close()
+
+
+def test_the_issues_examples_gaussian_blur_sigma_and_hsv_hue():
+    """``fn.gaussian_blur(x, sigma=2.0)`` (kept as a per-axis list of one) and ``fn.hsv(x,
+    hue=30.0)`` get sliders; a move recomputes the blur (and, once, what its chain let go)."""
+    rng = np.random.default_rng(4)
+    photos = [rng.integers(0, 256, (40, 50, 3), dtype=np.uint8) for _ in range(4)]
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=3)
+    def pipe_def():
+        x = fn.external_source(source=lambda: photos, layout="HWC")
+        return fn.gaussian_blur(fn.hsv(x, hue=30.0, name="hsv"), sigma=2.0, name="blur")
+
+    pipe = pipe_def()
+    viewer = Viewer(pipe, tile=TILE)
+    sigma, hue = viewer.sliders["blur"]["sigma"], viewer.sliders["hsv"]["hue"]
+    assert (sigma.value, sigma.min, hue.value) == (2.0, 0.0, 30.0)  # sigma >= 0
+    ran = calls(pipe)
+    sigma.value = 0.5
+    assert viewer.error.value == ""
+    after = calls(pipe)
+    # hsv -> blur is a chain, which let go of hsv's batch: computed once more, then kept
+    assert (after["blur"], after["hsv"]) == (ran["blur"] + 1, ran["hsv"] + 1)
+    want = augkit_eager_blur(pipe.value("hsv"), 0.5)
+    assert all(np.array_equal(viewer.batch.at(i), want[i]) for i in range(4))
+    assert viewer.code_text == "fn.gaussian_blur(..., sigma=0.5)  # blur"
+    sigma.value = 1.0
+    assert calls(pipe)["hsv"] == after["hsv"] and calls(pipe)["blur"] == after["blur"] + 1
+    pipe.close()
+
+
+def augkit_eager_blur(batch, sigma):
+    from augkit import eager
+
+    return eager.gaussian_blur([batch.at(i) for i in range(len(batch))], sigma=sigma)

@@ -218,11 +218,13 @@ def argument_controls_for(
                 f"Viewer params for {operator}: argument {name!r} takes per-sample values "
                 f"from {per_sample[name].name}; a control needs a constant argument"
             )
+    # A one-element list is a number too (gaussian_blur keeps sigma=2.0 as (2.0,): per axis).
+    given = {n: _scalar(v) for n, v in given.items()}
     names = [n for n, v in given.items() if _is_number(v) and n not in SKIPPED_ARGUMENTS]
     names += [n for n in params if n not in names]
     for name in names:
         arg = schema.arguments[name]
-        current = given.get(name, arg.default)
+        current = given.get(name, _scalar(arg.default))
         abbrev = params.get(name, current)
         if abbrev is None or (name not in params and not _is_number(current)):
             continue
@@ -241,6 +243,13 @@ def argument_controls_for(
         controls.widgets[name] = widget
     controls.initial = controls.values()
     return controls
+
+
+def _scalar(value: Any) -> Any:
+    """The number in a one-element list or tuple; anything else as it is."""
+    if isinstance(value, (list, tuple)) and len(value) == 1 and _is_number(value[0]):
+        return value[0]
+    return value
 
 
 def _is_number(value: Any) -> bool:
