@@ -742,4 +742,5 @@ def test_the_issues_examples_gaussian_blur_sigma_and_hsv_hue():
 def augkit_eager_blur(batch, sigma):
     from augkit import eager
 
-    return eager.gaussian_blur([batch.at(i) for i in range(len(batch))], sigma=sigma)
+    out = eager.gaussian_blur(batch, sigma=sigma)  # a TensorList: its layout HWC goes along
+    return [out.at(i) for i in range(len(out))]
