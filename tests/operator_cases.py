@@ -82,8 +82,9 @@ class OperatorCase:
             there, never a drawn value.
         extra_inputs: for an operator whose inputs after the first are not data but
             parameters (``filter``'s kernel, ``warp_affine``'s matrix): ``extra_inputs(k, n)``
-            gives a valid batch of ``n`` samples for input ``k`` (k >= 1), which the fuzzer
-            uses half of the time instead of a drawn batch.
+            gives a valid batch of ``n`` samples for input ``k`` (k >= 1; k >= 0 for a row
+            whose ``input`` is "none", such as ``transforms.combine``'s matrices), which the
+            fuzzer uses half of the time instead of a drawn batch.
         channels: the number of channels (last axis) the operator needs (3 for hsv, hue,
             saturation, color_twist): the image batches the fuzzer draws have it.
     """

@@ -235,8 +235,9 @@ def _run(
             data.draw(_batch(case.channels), label=f"input {k}")
             for k in range(_input_count(schema, data))
         ]
-        if case.extra_inputs is not None and len(inputs) > 1:
-            for k in range(1, len(inputs)):
+        if case.extra_inputs is not None and inputs:
+            # a row without a data input ("none": transforms.combine's matrices) from input 0
+            for k in range(0 if case.input == "none" else 1, len(inputs)):
                 if data.draw(st.booleans(), label=f"a valid input {k}"):
                     inputs[k] = case.extra_inputs(k, len(inputs[0]))
     source: dict[str, Any] = {}

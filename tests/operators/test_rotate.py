@@ -158,12 +158,19 @@ def test_zero_angle_is_identity_and_fill_reaches_the_corners(photos):
     assert (corners == 255).all()  # 300 saturates to the uint8 maximum, as DALI's ConvertSat
 
 
-def test_rounds_half_away_from_zero():
-    """A window half a pixel off the grid samples at 10.5: DALI's ConvertSat gives 11 (NumPy's
-    rint would give 10)."""
+def test_ties_uint8_within_a_level_other_types_half_away_from_zero():
+    """A window half a pixel off the grid samples at 10.5. DALI's ConvertSat gives 11; augkit's
+    uint8 -> uint8 linear kernel is cv2.warpAffine (for speed), which rounds ties half to even:
+    10, a level off (rotate.py's docstring). Any other output type takes the exact path: 11 as
+    int16, 10.5 as float."""
     image = np.array([[[10], [11]]], np.uint8)
-    (out,) = run_operator("rotate", [[image]], layout="HWC", args={"angle": 0, "size": (1, 1)})[0]
+    args = {"angle": 0, "size": (1, 1)}
+    (out,) = run_operator("rotate", [[image]], layout="HWC", args=args)[0]
+    assert out.at(0).tolist() == [[[10]]]
+    (out,) = run_operator("rotate", [[image]], layout="HWC", args={**args, "dtype": types.INT16})[0]
     assert out.at(0).tolist() == [[[11]]]
+    (out,) = run_operator("rotate", [[image]], layout="HWC", args={**args, "dtype": types.FLOAT})[0]
+    assert out.at(0).tolist() == [[[10.5]]]
 
 
 def test_random_angle_per_sample(photos):
@@ -197,8 +204,53 @@ def test_float_output_rounds_to_the_uint8_output(photos):
     for i in range(len(images)):
         got = as_float.at(i)
         assert got.dtype == np.float32
-        assert np.array_equal(round_sat_uint8(got), as_uint8.at(i))
+        # the uint8 output is cv2.warpAffine's: within a level of the float one rounded
+        diff = np.abs(round_sat_uint8(got).astype(int) - as_uint8.at(i))
+        assert diff.max() <= 1 and diff.mean() < 0.03
         assert not np.array_equal(got, np.round(got))  # not rounded
+
+
+@pytest.mark.parametrize("channels", [1, 2, 5])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int16, np.int32, np.float32])
+def test_opencv_kernel_equals_dali_formulas(dtype, channels):
+    """The kernel samples DALI's float32 points with cv2.remap (linear uint8: cv2.warpAffine,
+    within a level); warp.warp_affine is DALI's formulas in NumPy (the sampler rotate had
+    before): the same, for every type and channel count (2 channels go one by one: OpenCV's
+    2-channel float path is fixed-point)."""
+    rng = np.random.default_rng(channels)
+    if np.dtype(dtype).kind == "f":
+        image = rng.standard_normal((31, 44, channels)).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        image = rng.integers(info.min, info.max, (31, 44, channels), endpoint=True).astype(dtype)
+    from augkit.operators.geometric import warp
+    from augkit.operators.geometric.rotate import rotated_canvas_size, rotation_matrix
+
+    for angle, nearest, fill in ((27.0, False, None), (-61.5, False, 12.0), (112.0, True, 3.0)):
+        out_size = rotated_canvas_size(image.shape[:2], angle)
+        expected = warp.warp_affine(
+            image,
+            rotation_matrix(image.shape[:2], out_size, angle),
+            out_size,
+            interp=warp.NEAREST if nearest else warp.LINEAR,
+            fill=fill,
+        )
+        args = {"angle": angle, "interp_type": types.INTERP_NN if nearest else types.INTERP_LINEAR}
+        if fill is not None:
+            args["fill_value"] = fill
+        (out,) = run_operator("rotate", [[image]], layout="HWC", args=args)[0]
+        got = out.at(0)
+        assert got.dtype == image.dtype and got.shape == expected.shape
+        if dtype == np.uint8 and not nearest:
+            # cv2.warpAffine: its own source points and ties half to even (the docstring)
+            diff = np.abs(got.astype(int) - expected)
+            assert diff.max() <= 1 and (diff > 0).mean() < 0.03
+        elif nearest or np.dtype(dtype).itemsize == 1:
+            np.testing.assert_array_equal(got, expected)
+        else:  # float32 interpolation in OpenCV's order: an ulp of float32 (or a level)
+            scale = float(np.abs(image.astype(np.float64)).max())
+            tolerance = 1e-6 * scale if image.dtype.kind == "f" else max(1.0, 2e-7 * scale)
+            np.testing.assert_allclose(got.astype(np.float64), expected, rtol=0, atol=tolerance)
 
 
 # --- output size -----------------------------------------------------------------------------

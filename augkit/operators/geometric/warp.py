@@ -5,12 +5,21 @@
   operator): output pixel ``(x, y)`` reads the input at ``M @ (x + 0.5, y + 0.5, 1)``.
 - ``resample_axis``: DALI's separable resampling along one axis (Linear, Triangular, Cubic,
   Lanczos3, Gaussian and Nearest filters), for the cases Pillow cannot do (``fn.resize``).
+- ``affine``: the fast affine warp of ``fn.rotate`` and ``fn.warp_affine``: OpenCV's
+  ``warpAffine`` (linear uint8) or DALI's points sampled by OpenCV's ``remap`` where it can,
+  ``warp_affine`` where it cannot.
+- ``sample_points``: DALI's ``Sampler2D`` at arbitrary source points (the affine warps and the
+  displacement filters ``fn.water``, ``fn.sphere``, ``fn.jitter``), by OpenCV's ``remap``.
 
-All of them are pure NumPy functions of their arguments: no state, no randomness.
+All of them are pure functions of their arguments: no state, no randomness.
 
 Traps, checked against DALI's sources (``kernels/imgproc/sampler.h``,
 ``kernels/imgproc/resample/resampling_impl_cpu.{h,cc}``, ``resampling_filters.cu``):
 
+- DALI's affine warp computes the source point of the first pixel of a row and then adds the
+  matrix's first column pixel by pixel, in float32 (``affine_points``): with a matrix of round
+  decimals (0.9, 1.1) many points are whole numbers in exact arithmetic, and the running sum
+  puts them an ulp either side, which decides nearest-neighbour picks.
 - The linear sampler subtracts 0.5 from the source coordinate, then interpolates between
   ``floor`` and ``floor + 1``; the nearest sampler takes ``floor`` of the coordinate itself.
   Both compute in float32, in DALI's order (``s0 = s00*px + s01*qx``, ``s0 + (s1 - s0)*qy``).
@@ -18,6 +27,25 @@ Traps, checked against DALI's sources (``kernels/imgproc/sampler.h``,
   blends into it over one pixel); without one, tap indices are clamped to the image.
 - Pillow's ``Image.transform(..., BILINEAR)`` is not a substitute: for uint8 it truncates
   instead of rounding, and it never blends the edge with the fill colour.
+- OpenCV (``affine``, ``sample_points``): linear uint8 -> uint8 warps (the common case) are
+  ``cv2.warpAffine`` itself, Albumentations' kernel, with DALI's corner matrix ``M`` turned into
+  OpenCV's pixel-centre one (``t' = t + (a + b)/2 - 1/2``): 2x faster than the exact path
+  below (about 3x DALI's speed -> 5x; Albumentations' speed), but OpenCV computes its own
+  source points (exact, where DALI's running sums drift by up to ~0.01 pixel along a 512-pixel
+  row) and rounds exact ties half to even (10.5 -> 10; DALI: 11): 1 level off DALI at ~0.5 %
+  of the values of a rotated photo (up to 3 %; 15 % at exactly 90 degrees, where every point
+  is a half pixel), 2 levels at a few pixels where a large image blends into a far-off fill
+  value. On the parity inputs (48-80 pixels a side) at most 1 level, at 1e-4 to 2 % of the
+  values (12 % for a half-pixel shift: all ties). Every other case samples DALI's own float32
+  points (``_running_sums``) with ``cv2.remap``: linear on float32 (OpenCV 5 interpolates
+  float32 in float, in an order that gave DALI's values exactly on every parity input; its
+  int16 path is fixed-point and it has none for int8/int32), stored by ConvertSat; nearest at
+  ``floor`` of the points, whole numbers that ``remap`` takes as they are (OpenCV's own nearest
+  rounding differs from DALI's ``floor`` at exact ties: 70 % of the pixels of a 2x zoom), which
+  is exact. ``borderValue`` holds 4 channels: wider images are sampled 4 (or 3) channels at a
+  time, and 2 channels one by one (OpenCV 5 interpolates 2-channel float images in fixed
+  point: up to 3 levels off). OpenCV refuses images or maps with a side of 32767 or more
+  (SHRT_MAX): those are sampled in NumPy (exact, slower).
 - The resampler's integer outputs are ``clamp(0.5 + sum)`` truncated (round half up for
   non-negative values), not ConvertSat; border taps are clamped, and the weights of each
   output pixel are normalised to sum 1.
@@ -25,6 +53,7 @@ Traps, checked against DALI's sources (``kernels/imgproc/sampler.h``,
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -98,17 +127,245 @@ def warp_affine(
         An (out_H, out_W, C) array of ``dtype``.
     """
     dtype = np.dtype(dtype or image.dtype)
-    out_h, out_w = out_size
-    m = np.asarray(matrix, dtype=np.float32)
-    xs = np.arange(out_w, dtype=np.float32) + np.float32(0.5)
-    ys = np.arange(out_h, dtype=np.float32) + np.float32(0.5)
-    # DALI's affine(): t + a*x + b*y, evaluated in float32 in that order.
-    sx = (m[0, 2] + m[0, 0] * xs)[None, :] + (m[0, 1] * ys)[:, None]
-    sy = (m[1, 2] + m[1, 0] * xs)[None, :] + (m[1, 1] * ys)[:, None]
+    if interp not in (NEAREST, LINEAR):
+        raise ValueError(f"warp_affine supports nearest and linear sampling, got {interp!r}")
+    sx, sy = affine_points(matrix, out_size)
+    return _sample_numpy(image, sx, sy, interp, fill, dtype)
 
+
+# --- OpenCV fast paths ------------------------------------------------------------------------
+
+_CV_MAX = 32767  # OpenCV's remap and warps need every side below SHRT_MAX
+
+
+def store(values: np.ndarray, dtype: np.dtype, in_range: bool = False) -> np.ndarray:
+    """float32 ``values`` as ``dtype`` by ConvertSat, with a fast path for unsigned types
+    (``values + 0.5`` saturated and truncated: the same for values that are not negative;
+    ``in_range``: the values are known to lie within the type's range, e.g. interpolated from
+    an image of that type, so they need no saturation). May write into ``values``."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "u" and dtype.itemsize <= 2:
+        with np.errstate(invalid="ignore"):
+            np.add(values, np.float32(0.5), out=values)
+            if not in_range:
+                np.clip(values, 0, np.iinfo(dtype).max, out=values)
+            return values.astype(dtype)
+    return convert_sat(values, dtype)
+
+
+def fits_opencv(*sides: int) -> bool:
+    """Whether images and maps with these sides are within OpenCV's limits."""
+    return all(0 < side < _CV_MAX for side in sides)
+
+
+def _channel_groups(channels: int) -> list[tuple[int, int]]:
+    """(start, stop) of the channel groups OpenCV warps: at most 4 channels each (its
+    ``borderValue`` holds 4), and never 2 (OpenCV 5's 2-channel float warp interpolates in
+    fixed point: up to 3 levels off); 2 goes as 1 + 1, a remainder of 2 as 3 + 3."""
+    if channels == 2:
+        return [(0, 1), (1, 2)]
+    sizes = [4] * (channels // 4)
+    rest = channels % 4
+    if rest == 2:
+        sizes[-1:] = [3, 3]
+    elif rest:
+        sizes.append(rest)
+    bounds = np.cumsum([0, *sizes])
+    return [(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
+
+
+def _by_channels(apply, image: np.ndarray, border: dict) -> np.ndarray:
+    """``apply(part, border)`` on an HWC image, by channel groups (``_channel_groups``); the
+    channel axis OpenCV drops for one channel is put back."""
+    groups = _channel_groups(image.shape[2])
+    if len(groups) == 1:
+        out = apply(image, border)
+        return out.reshape(*out.shape[:2], image.shape[2])
+    parts = []
+    for start, stop in groups:
+        part = apply(np.ascontiguousarray(image[:, :, start:stop]), border)
+        parts.append(part.reshape(*part.shape[:2], stop - start))
+    return np.concatenate(parts, axis=2)
+
+
+def _border(cv2, fill: float | None, dtype: np.dtype) -> tuple[dict, float | None]:
+    """OpenCV's border arguments for DALI's ``fill`` (converted to the input type first, as
+    DALI does), and the converted value."""
+    if fill is None:
+        return {"borderMode": cv2.BORDER_REPLICATE}, None
+    value = float(convert_sat(np.asarray(fill, dtype=np.float64), dtype))
+    return {"borderMode": cv2.BORDER_CONSTANT, "borderValue": (value,) * 4}, value
+
+
+def nearest_maps(sx: np.ndarray, sy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """DALI's nearest-neighbour source indices, ``floor`` of the corner coordinates, as float32
+    maps for ``cv2.remap``: whole numbers, which its nearest mode takes as they are (pixel
+    ``k``'s centre is ``k`` in OpenCV's coordinates); ones outside the image read the border.
+    Overwrites ``sx`` and ``sy``."""
+    np.floor(sx, out=sx)
+    np.floor(sy, out=sy)
+    return sx, sy
+
+
+def _running_sums(matrix: np.ndarray, out_size: tuple[int, int]) -> np.ndarray:
+    """DALI's float32 source points as a (W, 2H) array: column k holds the x points (first H)
+    and the y points (last H) of output column k. The running sums are sequential along x, so
+    they are stepped column by column, all rows of both coordinates at once (np.cumsum is not
+    vectorised across rows and takes twice as long)."""
+    m = np.asarray(matrix, dtype=np.float32)
+    out_h, out_w = out_size
+    ys = np.arange(out_h, dtype=np.float32) + np.float32(0.5)
+    grid = np.empty((out_w, 2 * out_h), np.float32)
+    step = np.repeat(m[:, 0], out_h)
+    with np.errstate(over="ignore", invalid="ignore"):
+        grid[0, :out_h] = m[0, 2] + m[0, 0] * np.float32(0.5) + m[0, 1] * ys
+        grid[0, out_h:] = m[1, 2] + m[1, 0] * np.float32(0.5) + m[1, 1] * ys
+        rows = list(grid)
+        for previous, row in itertools.pairwise(rows):
+            np.add(previous, step, out=row)
+    return grid
+
+
+def affine_points(matrix: np.ndarray, out_size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The source point of every output pixel, ``matrix @ (x + 0.5, y + 0.5, 1)``, in float32
+    exactly as DALI's CPU warp computes it (``WarpCPU`` for affine mappings): the first point
+    of a row as ``t + a*0.5 + b*(y + 0.5)``, then ``+ a`` pixel by pixel (a running float32
+    sum, so points that are whole numbers in exact arithmetic may land an ulp off, and
+    ``floor`` with them). Returns the (x, y) arrays of shape ``out_size``."""
+    out_h = out_size[0]
+    grid = _running_sums(matrix, out_size)
+    return np.ascontiguousarray(grid[:, :out_h].T), np.ascontiguousarray(grid[:, out_h:].T)
+
+
+def affine(
+    image: np.ndarray,
+    matrix: np.ndarray,
+    out_size: tuple[int, int],
+    *,
+    interp: str = LINEAR,
+    fill: float | None = None,
+    dtype: np.dtype | None = None,
+    cv2=None,
+) -> np.ndarray:
+    """``warp_affine`` (same arguments and result), fast (``cv2``: the module, from
+    ``backend.opencv()``): linear uint8 by ``cv2.warpAffine`` (within 1 level), the rest as DALI's
+    source points sampled by OpenCV's ``remap`` (``sample_points``; exact but for OpenCV's
+    float32 interpolation order); without ``cv2`` or beyond its size limits,
+    ``warp_affine`` itself.
+
+    The points come column-major from ``_running_sums``: OpenCV samples them as they are,
+    into a transposed output, and transposes that (a uint8 image) back; transposing the float32
+    points instead costs several times more (their rows, 2H floats apart, are often a power of
+    two bytes apart, the worst stride for caches)."""
+    dtype = np.dtype(dtype or image.dtype)
+    in_h, in_w = image.shape[:2]
+    out_h, out_w = out_size
+    if interp not in (NEAREST, LINEAR):
+        raise ValueError(f"warp_affine supports nearest and linear sampling, got {interp!r}")
+    if cv2 is None or not fits_opencv(in_h, in_w, out_h, out_w):
+        return warp_affine(image, matrix, out_size, interp=interp, fill=fill, dtype=dtype)
+    if interp == LINEAR and image.dtype == np.uint8 and dtype == np.uint8:
+        return _warp_affine_uint8(image, matrix, out_size, fill, cv2)
+    grid = _running_sums(matrix, out_size)
+    if interp == NEAREST:
+        np.floor(grid, out=grid)  # here, on the whole grid: 4x faster than on its two halves
+    return sample_points(
+        image,
+        grid[:, :out_h],
+        grid[:, out_h:],
+        interp=interp,
+        fill=fill,
+        dtype=dtype,
+        cv2=cv2,
+        transposed=True,
+        floored=interp == NEAREST,
+    )
+
+
+def _warp_affine_uint8(
+    image: np.ndarray, matrix: np.ndarray, out_size: tuple[int, int], fill: float | None, cv2
+) -> np.ndarray:
+    """Linear uint8 -> uint8 by ``cv2.warpAffine`` itself (Albumentations' kernel): twice as
+    fast as sampling DALI's points, within 1 level of DALI (see the module docstring)."""
+    border, _ = _border(cv2, fill, image.dtype)
+    m = np.asarray(matrix, dtype=np.float32).astype(np.float64)
+    centred = m.copy()
+    centred[:, 2] += 0.5 * (m[:, 0] + m[:, 1]) - 0.5  # corner -> pixel-centre coordinates
+    flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
+    size = (out_size[1], out_size[0])
+
+    def apply(part: np.ndarray, border: dict) -> np.ndarray:
+        return cv2.warpAffine(part, centred, size, flags=flags, **border)
+
+    return _by_channels(apply, image, border)
+
+
+def sample_points(
+    image: np.ndarray,
+    sx: np.ndarray,
+    sy: np.ndarray,
+    *,
+    interp: str = NEAREST,
+    fill: float | None = None,
+    dtype: np.dtype | None = None,
+    cv2=None,
+    transposed: bool = False,
+    floored: bool = False,
+) -> np.ndarray:
+    """DALI's ``Sampler2D`` on an HWC image at the float32 source points ``(sx, sy)`` (corner
+    coordinates: pixel ``i`` spans ``[i, i + 1)``): nearest takes ``floor``, linear
+    interpolates around ``p - 0.5``; taps outside the image read ``fill`` (converted to the
+    input type), or clamp when it is ``None``. Returns an array of ``sx.shape`` + channels
+    (``transposed``: the points are given as (W, H) arrays, the result is (H, W) + channels;
+    ``floored``: the points are whole numbers already, for nearest).
+
+    Nearest is exact; linear is ``cv2.remap`` on float32 (OpenCV 5 interpolates in float:
+    within 1 level of DALI's formula, equal on the parity inputs).
+    Without ``cv2``, or beyond OpenCV's size limits, NumPy does it (exact). May overwrite
+    ``sx`` and ``sy``.
+    """
+    dtype = np.dtype(dtype or image.dtype)
+    in_h, in_w = image.shape[:2]
+    if cv2 is None or not fits_opencv(in_h, in_w, *sx.shape):
+        if transposed:
+            sx, sy = sx.T, sy.T
+        return _sample_numpy(image, sx, sy, interp, fill, dtype)
+    border, _ = _border(cv2, fill, image.dtype)
+    if interp == NEAREST:
+        map_x, map_y = (sx, sy) if floored else nearest_maps(sx, sy)
+        flags, source, finish = cv2.INTER_NEAREST, image, None
+        if dtype != image.dtype:
+            finish = lambda part: convert_sat(part, dtype)  # noqa: E731
+    else:
+        with np.errstate(invalid="ignore"):
+            map_x = np.subtract(sx, np.float32(0.5), out=sx)
+            map_y = np.subtract(sy, np.float32(0.5), out=sy)
+        flags = cv2.INTER_LINEAR
+        source = image if image.dtype == np.float32 else image.astype(np.float32)
+        # Interpolated from the image and a fill of its own type: within the type's range.
+        in_range = dtype == image.dtype
+        finish = lambda part: store(part, dtype, in_range)  # noqa: E731
+
+    def apply(part: np.ndarray, border: dict) -> np.ndarray:
+        out = cv2.remap(part, map_x, map_y, flags, **border)
+        if finish is not None:
+            out = finish(out)
+        return cv2.transpose(out) if transposed else out
+
+    return _by_channels(apply, source, border)
+
+
+def _sample_numpy(
+    image: np.ndarray,
+    sx: np.ndarray,
+    sy: np.ndarray,
+    interp: str,
+    fill: float | None,
+    dtype: np.dtype,
+) -> np.ndarray:
+    """``sample_points`` in NumPy, exactly DALI's formulas (what ``warp_affine`` does)."""
     source, offset = image, 0
     if fill is not None:
-        # One pixel of fill around the image: every tap outside it then clamps onto the fill.
         border = convert_sat(np.asarray(fill, dtype=np.float64), image.dtype)
         source = np.pad(image, ((1, 1), (1, 1), (0, 0)), constant_values=border)
         offset = 1
@@ -120,32 +377,25 @@ def warp_affine(
         iy = np.clip(iy + offset, 0, height - 1)
         return np.take(flat, iy * width + ix, axis=0)
 
-    if interp == NEAREST:
-        ix = np.floor(sx).astype(np.int64)
-        iy = np.floor(sy).astype(np.int64)
-        return convert_sat(taps(ix, iy), dtype) if dtype != image.dtype else taps(ix, iy)
-    if interp != LINEAR:
-        raise ValueError(f"warp_affine supports nearest and linear sampling, got {interp!r}")
-
-    x = sx - np.float32(0.5)
-    y = sy - np.float32(0.5)
-    x0f = np.floor(x)
-    y0f = np.floor(y)
-    qx = (x - x0f)[..., None]
-    qy = (y - y0f)[..., None]
-    px = np.float32(1) - qx
-    x0 = x0f.astype(np.int64)
-    y0 = y0f.astype(np.int64)
-    # float32, as DALI: infinite samples give inf or NaN (inf * 0) quietly, no NumPy warnings.
+    # Points beyond one pixel outside the image all read the border: clipping them there keeps
+    # the weights finite and the indices in range (NaN points read an arbitrary border tap).
     with np.errstate(over="ignore", invalid="ignore"):
-        s00 = taps(x0, y0).astype(np.float32)
-        s01 = taps(x0 + 1, y0).astype(np.float32)
-        s0 = s00 * px + s01 * qx
-        del s00, s01
-        s10 = taps(x0, y0 + 1).astype(np.float32)
-        s11 = taps(x0 + 1, y0 + 1).astype(np.float32)
-        s1 = s10 * px + s11 * qx
-        del s10, s11
+        if interp == NEAREST:
+            ix = np.floor(np.clip(sx, -2, width)).astype(np.int64)
+            iy = np.floor(np.clip(sy, -2, height)).astype(np.int64)
+            out = taps(ix, iy)
+            return out if dtype == image.dtype else convert_sat(out, dtype)
+        x = np.clip(sx, -2, width) - np.float32(0.5)
+        y = np.clip(sy, -2, height) - np.float32(0.5)
+        x0f = np.floor(x)
+        y0f = np.floor(y)
+        qx = (x - x0f)[..., None]
+        qy = (y - y0f)[..., None]
+        px = np.float32(1) - qx
+        x0 = x0f.astype(np.int64)
+        y0 = y0f.astype(np.int64)
+        s0 = taps(x0, y0).astype(np.float32) * px + taps(x0 + 1, y0).astype(np.float32) * qx
+        s1 = taps(x0, y0 + 1).astype(np.float32) * px + taps(x0 + 1, y0 + 1).astype(np.float32) * qx
         return convert_sat(s0 + (s1 - s0) * qy, dtype)
 
 
