@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tests.operator_cases import OperatorCase, _uniform
+from tests.cases._row import OperatorCase, _uniform
 
 
 def _vector(op, low: float, high: float, n: int):

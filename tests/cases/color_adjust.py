@@ -6,7 +6,7 @@ ask the fuzzer for 3-channel images (``channels=3``).
 from __future__ import annotations
 
 from augkit import types
-from tests.operator_cases import OperatorCase, _uniform
+from tests.cases._row import OperatorCase, _uniform
 
 # hsv, hue, saturation and color_twist need RGB images (3 channels last).
 _RGB = {"channels": 3}

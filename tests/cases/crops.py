@@ -4,7 +4,7 @@ multi_paste (tests/operator_cases.py says what a row is)."""
 from __future__ import annotations
 
 from augkit import types
-from tests.operator_cases import OperatorCase, _uniform
+from tests.cases._row import OperatorCase, _uniform
 
 CASES: dict[str, OperatorCase] = {
     "slice": OperatorCase(

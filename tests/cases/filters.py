@@ -3,7 +3,7 @@ dilate and erode."""
 
 from __future__ import annotations
 
-from tests.operator_cases import OperatorCase, _uniform
+from tests.cases._row import OperatorCase, _uniform
 
 CASES: dict[str, OperatorCase] = {
     "gaussian_blur": OperatorCase(

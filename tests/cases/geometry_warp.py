@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from augkit import types
-from tests.operator_cases import OperatorCase, _uniform
+from tests.cases._row import OperatorCase, _uniform
 
 AFFINE = (0.9, -0.3, 2.0, 0.25, 1.1, -1.0)
 PERSPECTIVE = (0.95, 0.08, 1.0, -0.05, 1.05, 0.5, 0.002, -0.001, 1.0)

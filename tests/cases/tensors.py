@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from augkit import types
-from tests.operator_cases import OperatorCase, _uniform
+from tests.cases._row import OperatorCase, _uniform
 
 CASES: dict[str, OperatorCase] = {
     # Given an input (shape_like) so that eager calls know the batch size.
