@@ -33,8 +33,10 @@ checked against independent references and by their distributions instead, in
 def main() -> None:
     inputs = load_inputs()
     lines = [HEADER]
+    summary: list[str] = []
     for family, cases in families().items():
         stored = stored_outputs(family)
+        rows: list[tuple[float, float]] = []
         lines += [
             f"\n## {family.replace('_', ' ')}\n",
             "| case | max \\|diff\\| | mean \\|diff\\| | identical | tolerance | note |",
@@ -52,9 +54,9 @@ def main() -> None:
                         largest = float("inf")
                         continue
                     a, b = a.astype(np.float64), b.astype(np.float64)
-                    same = (a == b) | (np.isnan(a) & np.isnan(b))
+                    equal = (a == b) | (np.isnan(a) & np.isnan(b))
                     with np.errstate(invalid="ignore"):
-                        d = np.where(same, 0.0, np.abs(a - b))
+                        d = np.where(equal, 0.0, np.abs(a - b))
                     d = np.where(np.isnan(d), np.inf, d)
                     largest = max(largest, float(d.max(initial=0)))
                     total += float(d.sum())
@@ -68,6 +70,23 @@ def main() -> None:
                 f"| `{case.name}` | {largest:.4g} | {mean:.3g} | {share:.1%} | {tolerance} "
                 f"| {case.note} |"
             )
+            rows.append((largest, mean))
+        exact = sum(1 for largest, _ in rows if largest == 0)
+        worst = max((largest for largest, _ in rows), default=0.0)
+        worst_mean = max((mean for _, mean in rows), default=0.0)
+        summary.append(
+            f"| {family.replace('_', ' ')} | {len(cases)} | {exact} | {worst:.4g} | "
+            f"{worst_mean:.3g} |"
+        )
+    total = sum(int(row.split("|")[2]) for row in summary)
+    exact_total = sum(int(row.split("|")[3]) for row in summary)
+    lines[1:1] = [
+        "\n## Summary\n",
+        f"{total} cases, {exact_total} of them bit for bit DALI's output.\n",
+        "| family | cases | identical to DALI | largest \\|diff\\| | largest mean \\|diff\\| |",
+        "| --- | ---: | ---: | ---: | ---: |",
+        *summary,
+    ]
     DOC.write_text("\n".join(lines) + "\n")
     print(f"wrote {DOC}")
 
