@@ -20,6 +20,15 @@ DALI facts (``dali/operators/image/convolution/filter.cc``; checked against DALI
   one, a trailing C is channels, at most 512). An input without a layout is HW (2-D) or
   HWC (3-D).
 
+Speed: the work is cv2.filter2D, the kernel DALI's CPU operator calls too (~140 us for a
+320x320 RGB image and a 3x3 filter on one thread, whatever the layout or output type: it is
+bound by OpenCV's filtering loop). Around it, each plane is filtered straight into the output
+(``dst=``: no fresh result and copy), and a dense batch in "same" mode (the usual source) goes
+to the batch kernel, which writes every sample (the per-sample kernel, with its checks and
+errors) into one preallocated batch array: fresh per-sample outputs cost page faults (~80 us
+per 300 KB image with the batch alive). Same-run paired ratios vs DALI (benchmarks/operators.py,
+one thread, a busy machine): 0.87x before, 0.92-1.37x after.
+
 Differences from DALI (augkit takes more than DALI's CPU operator, never less): float64 data
 (filtered by OpenCV in float64); filters of any numeric type (converted to float32), a 1-D
 filter being one row, a scalar a 1x1 filter, an (r, s, 1) array an r x s filter; a fill value
@@ -30,12 +39,14 @@ refuses).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from augkit import backend, types
-from augkit.operators.base import SampleOperator
+from augkit.errors import AugkitError
+from augkit.operators.base import RunContext, SampleOperator, dense_batch
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.filters import kernels
 from augkit.operators.registry import (
@@ -130,8 +141,11 @@ class Filter(SampleOperator):
         border: str,
         mode: str,
         dtype: types.DALIDataType | None,
+        out: np.ndarray | None = None,
         **_: Any,
     ) -> np.ndarray:
+        """The filtered sample; into ``out`` (a contiguous array of the output's shape and
+        type) when the batch kernel gives one."""
         cv2 = self.cv2
         if not layout and sample.ndim == 3:
             layout = "HWC"  # augkit's reading of an unlabelled 3-D image (DALI refuses it)
@@ -174,7 +188,10 @@ class Filter(SampleOperator):
             with np.errstate(over="ignore", invalid="ignore"):
                 fill_value = convert_sat(np.asarray(fill).reshape(()), sample.dtype, np).item()
         planes = sample.reshape(-1, height, width, channels)
-        out = np.empty((planes.shape[0], *out_hw, channels), out_dtype)
+        if out is None:
+            out = np.empty(out_shape, out_dtype)
+        result = out
+        out = out.reshape((planes.shape[0], *out_hw, channels))
         for p, plane in enumerate(planes):
             plane = np.ascontiguousarray(plane)
             if mode == "valid":
@@ -182,7 +199,13 @@ class Filter(SampleOperator):
                 res = res[ay : ay + out_hw[0], ax : ax + out_hw[1]]
             elif border in self.simple_borders or (border == "constant" and fill_value == 0):
                 code = self.simple_borders.get(border, cv2.BORDER_CONSTANT)
-                res = cv2.filter2D(plane, ddepth, kernel, anchor=(ax, ay), borderType=code)
+                # Straight into the output (no copy of a fresh result).
+                target = out[p] if has_channels else out[p].reshape(out_hw)
+                res = cv2.filter2D(
+                    plane, ddepth, kernel, dst=target, anchor=(ax, ay), borderType=code
+                )
+                if res is target:
+                    continue
             else:
                 code = cv2.BORDER_WRAP if border == "wrap" else cv2.BORDER_CONSTANT
                 padded = cv2.copyMakeBorder(
@@ -191,7 +214,40 @@ class Filter(SampleOperator):
                 res = cv2.filter2D(padded, ddepth, kernel, anchor=(ax, ay))
                 res = res[ay : ay + height, ax : ax + width]
             out[p] = res.reshape(*out_hw, channels)
-        return out.reshape(out_shape)
+        return result
+
+    def cpu_batch(
+        self, ctx: RunContext, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList] | None:
+        """A dense batch in "same" mode (the output has the batch's shape): the per-sample
+        kernel, each sample written into one preallocated output (a fresh result per sample
+        and its copy cost about 15% of the filtering); the same values, and the same errors."""
+        x = dense_batch(inputs)
+        if x is None or not isinstance(x, np.ndarray) or self.args.get("mode") != "same":
+            return None
+        if x.dtype not in TYPES or x.ndim < 3 or len(x) == 0 or x[0].size == 0:
+            return None
+        dtype = self.args.get("dtype")
+        out_dtype = x.dtype if dtype is None else np.dtype(dtype.numpy)
+        if out_dtype not in (x.dtype, np.dtype(np.float32)):
+            return None  # the per-sample kernel names the error
+        layout = inputs[0].layout()
+        out = np.empty(x.shape, out_dtype)
+
+        def one(i: int) -> None:
+            args = {**self.sample_args(arg_inputs, i), "layout": layout}
+            samples = [batch._samples[i] for batch in inputs]
+            try:
+                for k, (sample, batch) in enumerate(zip(samples, inputs, strict=True)):
+                    self.check_input(k, sample, batch.layout())
+                self.cpu(*samples, out=out[i], **args)
+            except AugkitError:
+                raise
+            except Exception as exc:
+                raise self.fail(f"{type(exc).__name__}: {exc}", i, inputs) from exc
+
+        ctx.map(one, len(x))
+        return [self.dense_output(out, inputs)]
 
 
 register(

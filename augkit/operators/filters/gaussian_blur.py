@@ -43,22 +43,7 @@ from augkit.operators.registry import (
 from augkit.tensors import TensorList
 
 NAME = "gaussian_blur"
-TYPES = tuple(
-    np.dtype(t)
-    for t in (
-        np.uint8,
-        np.int8,
-        np.uint16,
-        np.int16,
-        np.uint32,
-        np.int32,
-        np.uint64,
-        np.int64,
-        np.float16,
-        np.float32,
-        np.float64,
-    )
-)
+TYPES = kernels.NUMBER_TYPES  # every integer and float type
 
 
 def sigma_to_window(sigma: float) -> int:

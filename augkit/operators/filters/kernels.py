@@ -53,6 +53,25 @@ IMAGE_OR_VOLUME = InputSpec(
 _CV_TYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.int16), np.dtype(np.float32))
 
 
+# What gaussian_blur takes: every integer and floating-point type.
+NUMBER_TYPES = tuple(
+    np.dtype(t)
+    for t in (
+        np.uint8,
+        np.int8,
+        np.uint16,
+        np.int16,
+        np.uint32,
+        np.int32,
+        np.uint64,
+        np.int64,
+        np.float16,
+        np.float32,
+        np.float64,
+    )
+)
+
+
 def data_axes(operator: str, layout: str, ndim: int, max_axes: int = 3) -> tuple[int, int, bool]:
     """DALI's reading of a sample's layout for convolutions: ``(leading, axes, has_channels)``:
     how many leading C/F axes to treat as separate planes, how many data axes follow, and

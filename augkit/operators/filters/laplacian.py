@@ -47,21 +47,7 @@ from augkit.tensors import TensorList
 
 NAME = "laplacian"
 MAX_WINDOW = 23
-TYPES = tuple(
-    np.dtype(t)
-    for t in (
-        np.uint8,
-        np.int8,
-        np.uint16,
-        np.int16,
-        np.uint32,
-        np.int32,
-        np.uint64,
-        np.int64,
-        np.float16,
-        np.float32,
-    )
-)
+TYPES = tuple(t for t in kernels.NUMBER_TYPES if t != np.float64)  # all but float64
 
 
 def smoothing_window(size: int) -> np.ndarray:
