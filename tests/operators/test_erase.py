@@ -273,3 +273,89 @@ def test_bad_samples_name_the_operator(
     with pytest.raises(OperatorError, match="Erase") as info:
         augkit.eager.erase([image], **kwargs)
     assert words in str(info.value)
+
+
+def _same_size(photos: list[np.ndarray], dtype: Any = np.uint8) -> list[np.ndarray]:
+    """The photos cut to one shape (a batch the batch kernel takes)."""
+    h = min(p.shape[0] for p in photos)
+    w = min(p.shape[1] for p in photos)
+    return [np.ascontiguousarray(p[:h, :w]).astype(dtype) for p in photos]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "per_sample"),
+    [
+        ({"shape": (60.0, 60.0), "axis_names": "HW"}, ("anchor",)),
+        ({"normalized": True, "centered_anchor": True}, ("anchor", "shape")),
+        ({"fill_value": (10, 300, -3.5), "anchor": (5, 5, 40, 7), "shape": (30, 20, 9, 90)}, ()),
+        ({"axes": (1,), "normalized_shape": True}, ("anchor", "shape", "fill_value")),
+        ({"axis_names": "WC", "shape": (50.0, 2.0)}, ("anchor",)),
+        ({"layout": "CHW"}, ("anchor", "shape", "fill_value")),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.int16])
+def test_batch_kernel_matches_the_per_sample_kernel(
+    photos: list[np.ndarray], kwargs: dict[str, Any], per_sample: tuple[str, ...], dtype: Any
+) -> None:
+    """Samples of one shape run through ``Erase.cpu_batch`` (one output array for the batch);
+    each sample alone (a batch of one) runs through the per-sample kernel: both must agree
+    bit for bit, and with the reference."""
+    kwargs = dict(kwargs)
+    layout = kwargs.pop("layout", "HWC")
+    images = _same_size(photos, dtype)
+    if layout == "CHW":
+        images = [np.ascontiguousarray(x.transpose(2, 0, 1)) for x in images]
+    n = len(images)
+    rng = np.random.default_rng(11)
+    normalized = kwargs.get("normalized") or kwargs.get("normalized_shape")
+    k = len(kwargs["shape"]) if "shape" in kwargs else 4  # values per sample: 2 regions (HW)
+    values = {
+        "anchor": [rng.uniform(-20, 150, k).astype(np.float32) for _ in range(n)],
+        "shape": [
+            (rng.uniform(0, 0.6, k) if normalized else rng.uniform(-5, 90, k)).astype(np.float32)
+            for _ in range(n)
+        ],
+        "fill_value": [rng.uniform(-300, 300, 1).astype(np.float32) for _ in range(n)],
+    }
+    if layout == "CHW":  # one value per channel
+        values["fill_value"] = [rng.uniform(-5, 260, 3).astype(np.float32) for _ in range(n)]
+    arg_inputs = {key: values[key] for key in per_sample}
+    batch = augkit.eager.erase(augkit.tensors.TensorList(images, layout), **kwargs, **arg_inputs)
+    assert batch._dense is not None  # the batch kernel ran (one output array)
+    for i, image in enumerate(images):
+        alone = augkit.eager.erase(
+            augkit.tensors.TensorList([image], layout),
+            **kwargs,
+            **{key: [value[i]] for key, value in arg_inputs.items()},
+        )
+        assert alone._dense is None  # the per-sample kernel ran
+        np.testing.assert_array_equal(batch.as_cpu().at(i), alone.as_cpu().at(0))
+        assert batch.at(i).dtype == image.dtype
+    if not per_sample and layout == "HWC" and "axis_names" not in kwargs:
+        for i, image in enumerate(images):
+            want = reference_erase(
+                image,
+                anchor=kwargs["anchor"],
+                shape=kwargs["shape"],
+                fill=cpp_cast(kwargs["fill_value"], dtype).reshape(1, 1, -1),
+            )
+            np.testing.assert_array_equal(batch.at(i), want)
+
+
+def test_batch_kernel_declines_what_it_cannot_take(photos: list[np.ndarray]) -> None:
+    """Samples of several shapes, or per-sample regions of several lengths, go through the
+    per-sample kernel (an output per sample), with the same values."""
+    images = _same_size(photos)
+    mixed = [images[0], images[1][:-3]]
+    out = augkit.eager.erase(mixed, anchor=(3, 4), shape=(20, 30))
+    assert len(out) == 2
+    ragged = [np.float32([1, 2]), np.float32([1, 2, 30, 40])]
+    out = augkit.eager.erase(
+        augkit.tensors.TensorList(images[:2], "HWC"), anchor=ragged, shape=[v + 9 for v in ragged]
+    )
+    assert out._dense is None
+    np.testing.assert_array_equal(
+        out.at(1), reference_erase(images[1], anchor=ragged[1], shape=ragged[1] + 9)
+    )
+    with pytest.raises(OperatorError, match=r"Erase.*finite"):
+        augkit.eager.erase(images[:2], anchor=[np.float32([np.nan, 1])] * 2, shape=(3.0, 3.0))

@@ -215,3 +215,120 @@ def test_multi_paste_needs_output_size_for_ragged_inputs():
     batch = [np.zeros((4, 5, 3), np.uint8), np.zeros((3, 5, 3), np.uint8)]
     with pytest.raises(OperatorError, match="output_size"):
         run_mp([batch], in_ids=[0])
+
+
+def _mp_both(monkeypatch, batches, **args):
+    """multi_paste through the batch kernel, and through the per-sample kernel alone (the
+    batch kernel switched off): the two TensorLists."""
+    import augkit.eager
+    from augkit.operators.geometric.paste import MultiPaste
+    from augkit.tensors import TensorList
+
+    inputs = [TensorList(b, "HWC") for b in batches]
+    plans = []
+    plan = MultiPaste._plan
+    with monkeypatch.context() as m:  # record which batch path ran
+        m.setattr(MultiPaste, "_plan", lambda *a: plans.append(plan(*a)) or plans[-1])
+        fast = augkit.eager.multi_paste(*inputs, **args)
+    fast.planned = bool(plans) and plans[-1] is not None
+    with monkeypatch.context() as m:
+        m.setattr(MultiPaste, "cpu_batch", lambda *_: None)
+        slow = augkit.eager.multi_paste(*inputs, **args)
+    return fast, slow
+
+
+@pytest.mark.parametrize("dtype", [None, types.UINT8, types.FLOAT, types.INT16])
+@pytest.mark.parametrize("in_type", [np.uint8, np.float32])
+@pytest.mark.parametrize("equal_counts", [False, True])
+def test_multi_paste_batch_kernel_matches_the_per_sample_kernel(
+    monkeypatch, photos, dtype, in_type, equal_counts
+):
+    """Both batch paths (regions worked out for the whole batch at once, when every output has
+    as many absolute regions; else the per-sample kernel on rows of one array) against the
+    per-sample kernel alone."""
+    rng = np.random.default_rng(3)
+    batch = [(p[:70, :90] * (1.7 if in_type == np.float32 else 1)).astype(in_type) for p in photos]
+    n = len(batch)
+    ids, in_anchors, shapes, out_anchors = [], [], [], []
+    for i in range(n):
+        k = 2 if equal_counts else 1 + i % 3
+        ids.append(rng.integers(0, n, k).astype(np.int32))
+        size = rng.integers(0, 40, (k, 2))
+        in_anchors.append(rng.integers(0, 30, (k, 2)).astype(np.int32))
+        shapes.append(size.astype(np.int64))
+        out_anchors.append(rng.integers(0, 20, (k, 2)).astype(np.int32))
+    args = {"in_ids": ids, "in_anchors": in_anchors, "shapes": shapes, "out_anchors": out_anchors}
+    fast, slow = _mp_both(monkeypatch, [batch], output_size=(60, 64), dtype=dtype, **args)
+    assert fast._dense is not None and slow._dense is None
+    assert fast.planned == equal_counts
+    for i in range(n):
+        assert fast.at(i).dtype == slow.at(i).dtype
+        np.testing.assert_array_equal(fast.at(i), slow.at(i))
+    # The relative forms, and several inputs without in_ids (canvas: the inputs' shape).
+    rel = {
+        "in_anchors_rel": [rng.uniform(0, 0.5, (2, 2)).astype(np.float32) for _ in range(n)],
+        "shapes_rel": [rng.uniform(0, 0.5, (2, 2)).astype(np.float32) for _ in range(n)],
+        "out_anchors_rel": [rng.uniform(0, 0.5, (2, 2)).astype(np.float64) for _ in range(n)],
+    }
+    fast, slow = _mp_both(monkeypatch, [batch, batch[::-1]], dtype=dtype, **rel)
+    assert fast._dense is not None and not fast.planned
+    for i in range(n):
+        np.testing.assert_array_equal(fast.at(i), slow.at(i))
+        assert fast.at(i).shape == (70, 90, 3)
+
+
+def test_multi_paste_batch_kernel_leaves_errors_to_the_per_sample_kernel(monkeypatch):
+    batch = [np.zeros((4, 5, 3), np.uint8)] * 3
+    anchors = [np.int32([[0, 0]]), np.int32([[3, 0]]), np.int32([[0, 0]])]
+    with pytest.raises(OperatorError, match=r"sample #1.*within output bounds"):
+        _mp_both(monkeypatch, [batch], in_ids=[0], out_anchors=anchors)
+    # Values the bulk conversion does not take (floats for integers) give the same result.
+    whole = [np.float32([[0, 1]]), np.float32([[1, 0]]), np.float32([[0, 0]])]
+    fast, slow = _mp_both(monkeypatch, [batch], in_ids=[0], in_anchors=whole)
+    assert fast._dense is None
+    for i in range(3):
+        np.testing.assert_array_equal(fast.at(i), slow.at(i))
+
+
+def test_multi_paste_whole_canvas_region_hides_what_is_under_it(monkeypatch, photos):
+    """A region covering the whole canvas: the zeros and the regions before it are hidden
+    (the kernel skips them, and the zeroing); later regions go over it."""
+    batch = [np.ascontiguousarray(p[:50, :60]) for p in photos[:3]]
+    ids = [np.int32([0, 1, 2]), np.int32([2, 0]), np.int32([1])]
+    in_anchors = [
+        np.int32([[0, 0], [0, 0], [5, 6]]),
+        np.int32([[0, 0], [0, 0]]),
+        np.int32([[0, 0]]),
+    ]
+    shapes = [
+        np.int32([[9, 9], [50, 60], [7, 8]]),
+        np.int32([[50, 60], [50, 59]]),
+        np.int32([[50, 60]]),
+    ]
+    out_anchors = [
+        np.int32([[1, 1], [0, 0], [40, 50]]),
+        np.int32([[0, 0], [0, 1]]),
+        np.int32([[0, 0]]),
+    ]
+    args = {"in_ids": ids, "in_anchors": in_anchors, "shapes": shapes, "out_anchors": out_anchors}
+    fast, slow = _mp_both(monkeypatch, [batch], **args)
+    want = [batch[1].copy(), batch[2].copy(), batch[1]]
+    want[0][40:47, 50:58] = batch[2][5:12, 6:14]
+    want[1][:, 1:] = batch[0][:, :59]
+    for i in range(3):
+        np.testing.assert_array_equal(fast.at(i), want[i])
+        np.testing.assert_array_equal(slow.at(i), want[i])
+    # As many regions per output (the batch at once), constant and per-sample arguments.
+    ids = [np.int32([i, (i + 1) % 3]) for i in range(3)]
+    for shapes in ([[20, 20], [50, 60]], [[50, 60], [20, 20]], [[50, 60], [50, 60]]):
+        fast, slow = _mp_both(monkeypatch, [batch], in_ids=ids, shapes=shapes)
+        assert fast.planned
+        for i in range(3):
+            want = batch[(i + 1) % 3].copy() if shapes[1] == [50, 60] else batch[i].copy()
+            if shapes[1] == [20, 20]:
+                want[:20, :20] = batch[(i + 1) % 3][:20, :20]
+            np.testing.assert_array_equal(fast.at(i), want)
+            np.testing.assert_array_equal(slow.at(i), want)
+    # Not quite whole (one row short): the zeros show.
+    out = run_mp([batch], in_ids=[0], shapes=[[49, 60]], output_size=[50, 60])
+    assert not out[0][49].any() and (out[0][:49] == batch[0][:49]).all()

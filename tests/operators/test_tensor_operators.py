@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from augkit import eager, fn, types
+from augkit import backend, eager, fn, types
 from augkit.errors import AugkitError
+from augkit.operators.tensors.join import _merge
 from augkit.pipeline import Pipeline
 from augkit.tensors import TensorList
 
@@ -189,6 +190,47 @@ def test_cat_matches_numpy(images: TensorList, axis: int) -> None:
     np.testing.assert_array_equal(
         eager.cat(images, images, axis_name="W").at(0), eager.cat(images, images, axis=1).at(0)
     )
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        *(np.uint8, np.int8, np.uint16, np.int16, np.int32, np.int64, np.uint64),
+        *(np.float16, np.float32, np.float64, bool),
+    ],
+)
+@pytest.mark.parametrize(
+    "shapes, axis",
+    [
+        (((40, 30, 3), (40, 30, 3)), 2),  # HWC along C: cv2.merge
+        (((40, 30, 1), (40, 30, 4), (40, 30, 2)), -1),  # several, of several extents
+        (((10, 7, 5), (10, 3, 5)), 1),  # short rows along a middle axis
+        (((4, 5, 6, 3), (4, 5, 6, 1)), 3),  # 4-D
+        (((20, 30, 40), (20, 30, 40)), 2),  # long rows: NumPy's block copies
+        (((1, 3), (1, 2)), 1),  # one row
+    ],
+    ids=str,
+)
+def test_cat_of_short_rows_is_bytewise_numpy(dtype: Any, shapes: Any, axis: int) -> None:
+    """Joining along an axis of short rows goes through cv2.merge (the bytes as 4/2/1-byte
+    words): the result must be NumPy's, bit for bit (NaN payloads and -0.0 included)."""
+    rng = np.random.default_rng(7)
+    parts = [(rng.standard_normal(s) * 1000).astype(dtype) for s in shapes]
+    if np.dtype(dtype).kind == "f":
+        parts[0].reshape(-1)[:3] = [np.nan, -0.0, np.inf]
+        bits = parts[-1].reshape(-1)[:1].view(np.dtype(f"u{np.dtype(dtype).itemsize}"))
+        bits |= 1  # a NaN with a payload, or an odd last bit
+    out = eager.cat(*[[p, p[::-1].copy()] for p in parts], axis=axis)
+    for i in range(2):
+        want = np.concatenate([p if i == 0 else p[::-1] for p in parts], axis=axis)
+        got = out[i]
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes()
+    axis %= parts[0].ndim
+    merged = _merge(backend.opencv(), parts, axis)
+    rows = int(np.prod(parts[0].shape[:axis]))
+    long_rows = sum(p.nbytes for p in parts) // rows > 64 or rows < 2
+    assert (merged is None) == long_rows  # which path ran
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,14 @@ onto one canvas each), as DALI's ``Paste`` and ``MultiPaste``.
 
 Both need the whole batch (``multi_paste``'s ``in_ids`` pick any sample), so they never run in
 a per-sample chain; the kernels are NumPy slice assignments.
+
+Speed (``multi_paste``): converting each sample's region arrays into Python numbers took most
+of the time (~60 µs a sample). The batch kernel works out every output's regions at once when
+there is one input, ``in_ids`` and as many absolute regions per output (``_plan``: NumPy on
+(samples, regions, 2) arrays, ~1 µs a sample), else converts the values in bulk and runs the
+per-sample kernel on the rows of one output array. A region that covers the whole canvas hides
+the zeros and the regions before it: neither the zeroing nor those copies are done. What is
+left is the copies (memory traffic: ~35 µs for a 320x320x3 image and a 160x160 patch).
 """
 
 from __future__ import annotations
@@ -281,8 +289,12 @@ class MultiPaste(SampleOperator):
         in_ids: Sequence[int] | None,
         output_size: Sequence[int] | None,
         dtype: Any,
+        into: np.ndarray | None = None,
         **args: Any,
     ) -> np.ndarray:
+        """One output sample; ``into`` (from the batch kernel): the array to paint it in
+        (zeroed here as needed), used when it has the output's shape and type (else a new
+        one is made)."""
         if in_ids is not None:
             if len(batches) != 1:
                 raise ValueError(
@@ -340,7 +352,7 @@ class MultiPaste(SampleOperator):
         in_anchors, in_which = _regions(args, "in_anchors", "in_anchors_rel", count)
         shapes, shape_which = _regions(args, "shapes", "shapes_rel", count)
         out_anchors, out_which = _regions(args, "out_anchors", "out_anchors_rel", count)
-        out = np.zeros((*canvas, c), out_dtype)
+        pastes = []  # (source region, output region), checked, in order
         for j, src in enumerate(sources):
             extent = src.shape[:2]
             anchor = [0, 0]
@@ -376,6 +388,20 @@ class MultiPaste(SampleOperator):
                         f"the region at index {j}"
                     )
             region = src[anchor[0] : anchor[0] + size[0], anchor[1] : anchor[1] + size[1]]
+            pastes.append((region, at, size))
+        # A region that covers the whole canvas hides the zeros and every region before it.
+        whole = [
+            j for j, (_, at, size) in enumerate(pastes) if at == [0, 0] and tuple(size) == canvas
+        ]
+        if whole:
+            pastes = pastes[whole[-1] :]
+        if into is not None and into.shape == (*canvas, c) and into.dtype == out_dtype:
+            out = into
+            if not whole:
+                out[...] = 0
+        else:
+            out = (np.empty if whole else np.zeros)((*canvas, c), out_dtype)
+        for region, at, size in pastes:
             out[at[0] : at[0] + size[0], at[1] : at[1] + size[1]] = convert_sat(
                 region, out_dtype, np
             )
@@ -383,6 +409,181 @@ class MultiPaste(SampleOperator):
 
     def output_layout(self, index: int, inputs: Sequence[TensorList]) -> str:
         return inputs[0].layout() if inputs else "HWC"
+
+    def cpu_batch(
+        self, ctx: Any, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList] | None:
+        """The per-sample kernel, run on the rows of one output array for the batch, with
+        the argument inputs converted in bulk (integer arrays of (regions, 2), ids): the
+        per-sample conversion of every value to Python numbers was most of the operator's
+        time. It declines (``None``: the per-sample path runs and names what is wrong) when a
+        value is not of the plain kinds, the canvases would differ, or a sample fails."""
+        n = len(inputs[0]) if inputs else 0
+        batches = [batch._samples for batch in inputs]
+        if n < 2 or any(not isinstance(s, np.ndarray) for b in batches for s in b):
+            return None
+        first = batches[0][0]
+        try:
+            for k, (b, batch) in enumerate(zip(batches, inputs, strict=True)):
+                for s in b:
+                    self.check_input(k, s, batch.layout())
+        except ValueError:
+            return None
+        columns = {}
+        for key, batch in arg_inputs.items():
+            convert = _FAST.get(key)
+            if convert is None:
+                return None
+            values = [convert(v) if isinstance(v, np.ndarray) else None for v in batch._samples]
+            if any(v is None for v in values):
+                return None
+            columns[key] = values
+        size = self.args["output_size"]
+        if size is None:
+            shapes = {s.shape[:2] for b in batches for s in b}
+            if len(shapes) != 1:
+                return None
+            canvas = shapes.pop()
+        elif len(size) >= 2 and size[0] >= 0 and size[1] >= 0:
+            canvas = (int(size[0]), int(size[1]))
+        else:
+            return None
+        if len({s.shape[2] for b in batches for s in b}) != 1:
+            return None
+        dtype = self.args["dtype"]
+        out_dtype = first.dtype if dtype is None else np.dtype(dtype.numpy)
+        if out_dtype not in _MP_TYPES or canvas[0] * canvas[1] * first.shape[2] > _MAX_CANVAS:
+            return None
+        out = np.empty((n, *canvas, first.shape[2]), out_dtype)  # the kernel zeroes a row
+        plan = self._plan(batches, arg_inputs, canvas)
+        if plan is not None:
+            ids, anchor, size, at, start = plan
+            sources = batches[0]
+
+            def paint(i: int) -> None:
+                if start[i] < 0:
+                    out[i] = 0
+                for k, (y, x), (h, w), (oy, ox) in list(
+                    zip(ids[i], anchor[i], size[i], at[i], strict=True)
+                )[max(start[i], 0) :]:
+                    out[i, oy : oy + h, ox : ox + w] = convert_sat(
+                        sources[k][y : y + h, x : x + w], out_dtype, np
+                    )
+
+            ctx.map(paint, n)
+            return [self.dense_output(out, inputs)]
+
+        def one(i: int) -> bool:
+            args = {**self.args, **{key: values[i] for key, values in columns.items()}}
+            row = out[i]
+            try:
+                return self.cpu(*[b[i] for b in batches], batches=batches, into=row, **args) is row
+            except Exception:
+                return False
+
+        if not all(ctx.map(one, n)):
+            return None
+        return [self.dense_output(out, inputs)]
+
+    def _plan(
+        self, batches: list[list[np.ndarray]], arg_inputs: dict[str, TensorList], canvas: tuple
+    ) -> tuple[list, list, list, list, list] | None:
+        """The regions of every output at once, for the common case: one input of samples of
+        one shape, ``in_ids``, absolute integer regions, as many per output (arrays of (n,
+        regions, ...)), all within bounds: per output, its ids, input anchors, sizes, output
+        anchors (as lists) and the last region that covers the whole canvas (-1: none); what
+        the per-sample kernel works out region by region. ``None`` for anything else."""
+        args = self.args
+        if len(batches) != 1 or any(args[k] is not None for k in _RELATIVE):
+            return None
+        if any(k in arg_inputs for k in _RELATIVE) or "output_size" in arg_inputs:
+            return None
+        samples = batches[0]
+        n = len(samples)
+        if len({s.shape for s in samples}) != 1 or len({s.dtype for s in samples}) != 1:
+            return None
+        columns = {}
+        for key, ndim in (("in_ids", 1), ("in_anchors", 2), ("shapes", 2), ("out_anchors", 2)):
+            if key in arg_inputs:
+                values = arg_inputs[key]._samples
+                if any(
+                    not isinstance(v, np.ndarray)
+                    or v.dtype.kind not in "iu"
+                    or v.dtype == np.uint64
+                    or v.ndim != ndim
+                    or v.shape != values[0].shape
+                    for v in values
+                ):
+                    return None
+                column = np.stack(values).astype(np.int64)
+            elif args[key] is not None:
+                column = np.asarray(args[key], np.int64)[None]
+            else:
+                column = None
+            columns[key] = column
+        ids = columns["in_ids"]
+        if ids is None or ids.ndim != 2:
+            return None
+        count = ids.shape[1]
+        ids = np.broadcast_to(ids, (n, count))
+        extent = np.array(samples[0].shape[:2], np.int64)
+        bounds = np.array(canvas, np.int64)
+        coords = {}
+        for key in ("in_anchors", "shapes", "out_anchors"):
+            column = columns[key]
+            if column is not None:
+                if column.ndim != 3 or column.shape[1:] != (count, 2):
+                    return None
+                column = np.broadcast_to(column, (n, count, 2))
+            coords[key] = column
+        zeros = np.zeros((n, count, 2), np.int64)
+        anchor = coords["in_anchors"] if coords["in_anchors"] is not None else zeros
+        size = coords["shapes"] if coords["shapes"] is not None else extent - anchor
+        at = coords["out_anchors"] if coords["out_anchors"] is not None else zeros
+        inside = (anchor >= 0) & (size >= 0) & (anchor + size <= extent)
+        inside &= (at >= 0) & (at + size <= bounds)
+        if not inside.all() or not ((ids >= 0) & (ids < n)).all():
+            return None  # the per-sample kernel names the region
+        whole = (at == 0).all(axis=2) & (size == bounds).all(axis=2)  # (n, count)
+        last = np.where(whole, np.arange(count), -1).max(axis=1, initial=-1)
+        return ids.tolist(), anchor.tolist(), size.tolist(), at.tolist(), last.tolist()
+
+
+_RELATIVE = ("in_anchors_rel", "shapes_rel", "out_anchors_rel")
+
+
+def _fast_ints(value: Any) -> list[list[int]] | None:
+    """An integer (regions, 2) array as ``_coords("integers")`` gives it (as lists), or None."""
+    if value.dtype.kind not in "iu" or value.ndim != 2 or value.shape[1] != 2:
+        return None
+    return value.tolist()
+
+
+def _fast_rel(value: Any) -> list[list[float]] | None:
+    """A finite float (regions, 2) array as ``_coords("numbers")`` gives it, or None."""
+    if value.dtype.kind != "f" or value.ndim != 2 or value.shape[1] != 2:
+        return None
+    value = value.astype(np.float64)
+    return value.tolist() if np.isfinite(value).all() else None
+
+
+def _fast_ids(value: Any) -> list[int] | None:
+    """Integer sample ids as ``_ids`` gives them (within int64: out of range ids fail in the
+    kernel), or None."""
+    if value.dtype.kind not in "iu" or value.ndim > 1 or value.dtype == np.uint64:
+        return None
+    return value.reshape(-1).tolist()
+
+
+_FAST = {
+    "in_ids": _fast_ids,
+    "in_anchors": _fast_ints,
+    "shapes": _fast_ints,
+    "out_anchors": _fast_ints,
+    "in_anchors_rel": _fast_rel,
+    "shapes_rel": _fast_rel,
+    "out_anchors_rel": _fast_rel,
+}
 
 
 register(

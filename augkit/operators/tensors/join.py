@@ -13,15 +13,23 @@ Decisions and traps (DALI 2.4, measured on its CPU backend):
 - ``cat``: ``axis`` in ``[-ndim, ndim - 1]``, or ``axis_name`` (a letter of the layout; not
   both). The layout is the first non-empty layout among the inputs (DALI does not check that
   the others match unless ``axis_name`` is given).
+
+Speed: joining along an axis whose rows are short (HWC images along C: 3 + 3 bytes a pixel),
+``np.concatenate`` copies element by element (650 µs for two 320x320x3 uint8 images); there
+``cat`` moves the bytes with ``cv2.merge`` (as 4/2/1-byte words, so any type; 120 µs, ~3x
+DALI's CPU ``cat``), up to 64 bytes per output row, where NumPy's block copies catch up.
+``stack`` is NumPy's (block copies; bound by the memory traffic).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from augkit import backend
 from augkit.operators.registry import Arg, OperatorSchema, described, register, to_int, to_str
 from augkit.operators.tensors.shape import TensorOperator, axis_index
 from augkit.tensors import TensorList
@@ -77,6 +85,11 @@ class Stack(_Join):
 
 
 class Cat(_Join):
+    cv2: Any = None
+
+    def setup(self) -> None:
+        self.cv2 = backend.opencv()
+
     def axis(self, ndim: int, layout: str, args: dict) -> int:
         if args["axis_name"] is not None:
             if args["axis_name"] not in layout:
@@ -100,10 +113,46 @@ class Cat(_Join):
                         f"({axis}): input 0 has shape {samples[0].shape}, input {k} "
                         f"{s.shape}"
                     )
+        if self.cv2 is not None and len(samples) > 1:
+            out = _merge(self.cv2, samples, axis)
+            if out is not None:
+                return out
         return np.concatenate(samples, axis=axis)
 
     def out_layout(self, in_layout: str, in_ndim: int, out_ndim: int, args: dict) -> str:
         return in_layout
+
+
+# Element types OpenCV copies channel by channel (cv2.mixChannels, through cv2.merge): the
+# bytes of each run are moved as elements of this size, whatever the input type is (not int64:
+# cv2 takes an int64 array as int32, values cut).
+_CV_WORDS = (np.dtype(np.int32), np.dtype(np.uint16), np.dtype(np.uint8))
+_CV_CN_MAX = 512  # OpenCV's most channels per element
+
+
+def _merge(cv2: Any, samples: Sequence[np.ndarray], axis: int) -> np.ndarray | None:
+    """``np.concatenate(samples, axis)`` as ``cv2.merge``, where the contiguous runs that each
+    input brings to an output row (its extent along ``axis`` times the inner extent) are short,
+    as channels (HWC joined along C): NumPy copies those element by element (6x slower). Bytes
+    are moved unchanged (as 4/2/1-byte words), so any type works; ``None`` where it does not
+    apply (rows of over 64 bytes: NumPy is as fast there, measured)."""
+    first = samples[0]
+    outer = math.prod(first.shape[:axis])
+    runs = [math.prod(s.shape[axis:]) * s.itemsize for s in samples]
+    if outer < 2 or not all(runs) or sum(runs) > 64 or outer > 2**31 - 1:
+        return None
+    word = next(w for w in _CV_WORDS if all(r % w.itemsize == 0 for r in runs))
+    counts = [r // word.itemsize for r in runs]
+    if sum(counts) > _CV_CN_MAX:
+        return None
+    parts = [
+        np.ascontiguousarray(s).reshape(-1).view(word).reshape(outer, 1, k)
+        for s, k in zip(samples, counts, strict=True)
+    ]
+    merged = cv2.merge(parts)
+    shape = list(first.shape)
+    shape[axis] = sum(s.shape[axis] for s in samples)
+    return merged.reshape(-1).view(first.dtype).reshape(shape)
 
 
 def _check_cat(args: dict[str, Any]) -> None:
