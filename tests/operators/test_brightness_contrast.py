@@ -297,3 +297,94 @@ def test_gpu_matches_cpu(photos: list[np.ndarray]) -> None:
         args={"contrast": 0.5, "brightness_shift": 0.1},
         arg_inputs={"brightness": [np.float32(0.5 + 0.1 * i) for i in range(len(photos))]},
     )
+
+
+# --- the fast paths: convertScaleAbs where it is exact, the batch kernel -----------------------
+
+
+def _run_batch(name: str, batch: Any, args: dict, draws: dict, threads: int = 2) -> list:
+    """``name`` in a pipeline whose source gives ``batch`` (an array: a dense batch, the batch
+    kernel; a list: the per-sample kernel), with per-sample uniform draws for ``draws``."""
+    from augkit import fn
+    from augkit.pipeline import Pipeline
+
+    n = len(batch)
+    pipe = Pipeline(batch_size=n, num_threads=threads, device_id=None, seed=7)
+    with pipe:
+        x = fn.external_source(source=lambda: batch, batch=True, layout="HWC")
+        drawn = {k: fn.random.uniform(range=r) for k, r in draws.items()}
+        pipe.set_outputs(getattr(fn, name)(x, **args, **drawn))
+    pipe.build()
+    (out,) = pipe.run()
+    return [np.asarray(out[i]) for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "draws"),
+    [
+        ("brightness", {}, {"brightness": (0.8, 1.2)}),
+        ("contrast", {}, {"contrast": (0.0, 2.0)}),
+        ("brightness_contrast", {}, {"brightness": (-1.0, 2.0), "contrast": (-1.0, 2.0)}),
+        ("brightness_contrast", {"contrast": 0.5}, {"brightness_shift": (-0.3, 0.3)}),
+        ("brightness_contrast", {"brightness": 0.5}, {"contrast_center": (0.0, 255.0)}),
+        ("brightness", {"dtype": types.FLOAT}, {"brightness": (0.5, 1.5)}),
+        ("contrast", {"dtype": types.INT16}, {"contrast": (0.0, 3.0)}),
+        ("brightness", {"brightness": 1e300, "dtype": types.FLOAT}, {}),
+    ],
+)
+def test_batch_kernel_equals_per_sample_kernel(
+    photos: list[np.ndarray], name: str, args: dict, draws: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from augkit.operators.color.brightness_contrast import BrightnessContrast
+
+    taken: list[bool] = []
+    batch_kernel = BrightnessContrast.cpu_batch
+
+    def spy(self, ctx, inputs, arg_inputs):
+        out = batch_kernel(self, ctx, inputs, arg_inputs)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(BrightnessContrast, "cpu_batch", spy)
+    side = min(min(p.shape[:2]) for p in photos)
+    batch = np.stack([p[:side, :side] for p in photos] * 2)
+    single = _run_batch(name, list(batch), args, draws, threads=1)
+    assert not any(taken)  # a list of samples: the per-sample kernel
+    taken.clear()
+    dense = _run_batch(name, batch, args, draws)
+    assert taken and all(taken)  # a dense batch: the batch kernel
+    for a, b in zip(dense, single, strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+    if "dtype" not in args and not draws.keys() & {"contrast_center"}:
+        assert any(not np.array_equal(a, p) for a, p in zip(dense, batch, strict=True))
+
+
+def test_scale_abs_plan_gives_exactly_the_table() -> None:
+    """convertScaleAbs, where the plan takes it, is the table for every level, through its SIMD
+    body and its scalar tail (odd lengths), for ties, darkening shifts and high contrast; the
+    plan declines what it cannot match (decreasing tables)."""
+    from augkit.operators.color.brightness_contrast import BrightnessContrast, multiply_add
+    from augkit.operators.registry import resolve
+
+    impl = BrightnessContrast(resolve("brightness_contrast"), {}, "bc", 0, "cpu", 1)
+    rng = np.random.default_rng(5)
+    levels = np.tile(np.arange(256, dtype=np.uint8), 37)[:9001]
+    taken = 0
+    for _ in range(1500):
+        b = float(rng.choice([rng.uniform(0, 2), 0.5, 1.5, rng.integers(0, 9) / 4]))
+        c = float(rng.choice([rng.uniform(0, 2), 0.5, 1.25, rng.integers(0, 9) / 4]))
+        shift = float(rng.choice([0.0, rng.uniform(-0.3, 0.3), -0.125]))
+        mul, add = multiply_add(np.uint8, np.uint8, b, shift, c, None)
+        table = level_table(mul, add, np.dtype(np.uint8))
+        if impl.scale_abs_plan(mul, add, table) is None:
+            continue
+        taken += 1
+        out = impl.apply(levels, mul, add, table)
+        np.testing.assert_array_equal(out, table[levels])
+        into = np.empty_like(levels)
+        assert np.shares_memory(impl.apply(levels, mul, add, table, into), into)
+        np.testing.assert_array_equal(into, table[levels])
+    assert taken > 1000
+    mul, add = multiply_add(np.uint8, np.uint8, -1.0, 0.0, 1.0, None)
+    assert impl.scale_abs_plan(mul, add, level_table(mul, add, np.dtype(np.uint8))) is None

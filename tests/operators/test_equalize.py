@@ -135,3 +135,75 @@ def test_bad_arguments_and_inputs() -> None:
         augkit.eager.equalize(rgb.astype(np.uint16))
     with pytest.raises(OperatorError, match="equalize needs images with layout"):
         augkit.eager.equalize(np.zeros((2, 3, 4, 5, 6), np.uint8))
+
+
+def _pipeline(op: str, batch, threads: int, layout: str, **args) -> list[np.ndarray]:
+    """``op`` in a pipeline whose source gives ``batch``: an array (a dense batch: the batch
+    kernel) or a list (the per-sample kernel)."""
+    from augkit import fn
+    from augkit.pipeline import Pipeline
+
+    pipe = Pipeline(batch_size=len(batch), num_threads=threads, device_id=None, seed=1)
+    with pipe:
+        x = fn.external_source(source=lambda: batch, batch=True, layout=layout)
+        pipe.set_outputs(getattr(fn, op)(x, **args))
+    pipe.build()
+    (out,) = pipe.run()
+    return [np.asarray(out[i]) for i in range(len(batch))]
+
+
+@pytest.mark.parametrize(
+    ("op", "layout", "channels", "args"),
+    [
+        ("equalize", "HWC", 3, {}),
+        ("equalize", "HWC", 1, {}),
+        ("equalize", "CHW", 3, {}),
+        ("clahe", "HWC", 3, {"tiles_x": 8, "tiles_y": 8, "clip_limit": 2.0}),
+        ("clahe", "HWC", 3, {"tiles_x": 3, "tiles_y": 5, "clip_limit": 4.0, "luma_only": False}),
+        ("clahe", "HWC", 1, {"tiles_x": 4, "tiles_y": 4, "clip_limit": 0.0}),
+    ],
+)
+def test_batch_kernel_equals_per_sample_kernel(
+    photos: list[np.ndarray],
+    op: str,
+    layout: str,
+    channels: int,
+    args: dict,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A dense batch (the batch kernel, two threads, each with its scratch planes) gives what
+    the per-sample kernel gives, and both are OpenCV's."""
+    from augkit.operators.color.equalize import Clahe, Equalize
+
+    impl = Equalize if op == "equalize" else Clahe
+    taken: list[bool] = []
+    batch_kernel = impl.cpu_batch
+
+    def spy(self, ctx, inputs, arg_inputs):
+        out = batch_kernel(self, ctx, inputs, arg_inputs)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(impl, "cpu_batch", spy)
+    side = min(min(p.shape[:2]) for p in photos)
+    batch = np.stack([p[:side, :side, :channels] for p in photos] * 2)
+    if layout == "CHW":
+        batch = np.ascontiguousarray(batch.transpose(0, 3, 1, 2))
+    single = _pipeline(op, list(batch), 1, layout, **args)
+    assert not any(taken)
+    taken.clear()
+    dense = _pipeline(op, batch, 2, layout, **args)
+    assert taken and all(taken)
+    for a, b in zip(dense, single, strict=True):
+        np.testing.assert_array_equal(a, b)
+    image = batch[0] if layout == "HWC" else batch[0].transpose(1, 2, 0)
+    if op == "equalize":
+        expected = np.stack([cv2.equalizeHist(np.ascontiguousarray(p)) for p in image.T], -1)
+        expected = expected.transpose(1, 0, 2)
+    elif channels == 1:
+        clahe = cv2.createCLAHE(clipLimit=args["clip_limit"], tileGridSize=(4, 4))
+        expected = clahe.apply(np.ascontiguousarray(image[:, :, 0]))[:, :, None]
+    else:
+        return
+    first = dense[0] if layout == "HWC" else dense[0].transpose(1, 2, 0)
+    np.testing.assert_array_equal(first, expected)

@@ -142,3 +142,60 @@ def test_bad_border_and_types() -> None:
         run([np.zeros((8, 8, 3), np.uint8)], [np.ones((3, 3), np.float32)], border="mirror")
     with pytest.raises(AugkitError, match="int32"):
         run([np.zeros((8, 8, 3), np.int32)], [np.ones((3, 3), np.float32)])
+
+
+def _filter_pipeline(batch, filters, threads: int, layout: str, **args) -> list[np.ndarray]:
+    """fn.filter in a pipeline whose source gives ``batch``: an array (a dense batch: the batch
+    kernel) or a list (the per-sample kernel)."""
+    from augkit import fn
+    from augkit.pipeline import Pipeline
+
+    n = len(batch)
+    pipe = Pipeline(batch_size=n, num_threads=threads, device_id=None, seed=1)
+    with pipe:
+        x = fn.external_source(source=lambda: batch, batch=True, layout=layout)
+        f = fn.external_source(source=lambda: filters, batch=True)
+        pipe.set_outputs(fn.filter(x, f, **args))
+    pipe.build()
+    (out,) = pipe.run()
+    return [np.asarray(out[i]) for i in range(n)]
+
+
+@pytest.mark.parametrize("layout", ["HWC", "CHW", "HW"])
+@pytest.mark.parametrize(
+    "args",
+    [{}, {"dtype": types.FLOAT}, {"border": "wrap"}, {"border": "clamp"}, {"anchor": 0}],
+)
+def test_batch_kernel_equals_per_sample_kernel(
+    photos: list[np.ndarray], layout: str, args: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from augkit.operators.filters.filter import Filter
+
+    taken: list[bool] = []
+    batch_kernel = Filter.cpu_batch
+
+    def spy(self, ctx, inputs, arg_inputs):
+        out = batch_kernel(self, ctx, inputs, arg_inputs)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(Filter, "cpu_batch", spy)
+    side = min(min(p.shape[:2]) for p in photos) // 2
+    batch = np.stack([p[:side, :side] for p in photos])
+    if layout == "CHW":
+        batch = np.ascontiguousarray(batch.transpose(0, 3, 1, 2))
+    elif layout == "HW":
+        batch = np.ascontiguousarray(batch[..., 1])
+    sharpen = np.array([[0, -1, 0], [-1, 5, -1], [0, -1, 0]], np.float32)
+    filters = np.stack([sharpen * (0.5 + 0.25 * i) for i in range(len(batch))])
+    single = _filter_pipeline(list(batch), list(filters), 1, layout, **args)
+    assert not any(taken)  # a list of samples: the per-sample kernel
+    taken.clear()
+    dense = _filter_pipeline(batch, filters, 2, layout, **args)
+    assert taken and all(taken)  # a dense batch: the batch kernel
+    for a, b, image in zip(dense, single, batch, strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape == image.shape
+        np.testing.assert_array_equal(a, b)
+    if not args and layout == "HW":  # and it is the correlation
+        expected = ndimage.correlate(batch[0].astype(np.float64), filters[0], mode="mirror")
+        np.testing.assert_array_equal(dense[0], np.clip(np.rint(expected), 0, 255))

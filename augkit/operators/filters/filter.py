@@ -26,8 +26,9 @@ bound by OpenCV's filtering loop). Around it, each plane is filtered straight in
 (``dst=``: no fresh result and copy), and a dense batch in "same" mode (the usual source) goes
 to the batch kernel, which writes every sample (the per-sample kernel, with its checks and
 errors) into one preallocated batch array: fresh per-sample outputs cost page faults (~80 us
-per 300 KB image with the batch alive). Same-run paired ratios vs DALI (benchmarks/operators.py,
-one thread, a busy machine): 0.87x before, 0.92-1.37x after.
+per 300 KB image with the batch alive). In the pipeline (interleaved A/B, one thread): 270 ->
+257 us an image. Same-run paired ratios vs DALI (benchmarks/operators.py, one thread, a busy
+machine): 0.87x before, 1.04-1.37x after; DALI calls the same filter2D: expect about 1x.
 
 Differences from DALI (augkit takes more than DALI's CPU operator, never less): float64 data
 (filtered by OpenCV in float64); filters of any numeric type (converted to float32), a 1-D
