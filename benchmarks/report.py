@@ -351,7 +351,7 @@ def render_operators(
         f"- inputs: the {images} photos of `{data.name}` resized once to 320×320 (Pillow "
         "`BILINEAR`), uint8 HWC; the `decoders.*` rows decode the JPEG files themselves "
         "(300–1200 px)",
-        f"- augkit and DALI: a pipeline `external_source -> operator`, batch 32, "
+        f"- augkit and DALI: a pipeline `external_source(no_copy=True) -> operator`, batch 32, "
         "`num_threads` 1 and 2, the default executor; one untimed batch, then "
         f"{batches} batches timed per pass{cap} (the source's cost is in both and not "
         "subtracted); Albumentations: a plain loop `transform(image=img)` over the same images, "

@@ -77,8 +77,11 @@ Decisions and traps (where augkit differs from DALI, and why):
   function given ``parallel=True`` is iterated in this process: one worker iterating it, as in
   DALI, would only add the transfer. The source's global random generators are not seeded:
   DALI's rule is that a parallel source computes its data from the ``SampleInfo`` alone.
-- The data is always copied (``no_copy`` is accepted; ``no_copy=False`` with ``parallel=True``
-  is refused, as in DALI), so a source may reuse its arrays at once.
+- The data is copied, so a source may reuse its arrays at once; with ``no_copy=True`` (DALI's
+  argument) host arrays are taken as they are, as read-only views (a non-contiguous one is
+  still copied): the source must not change them while the pipeline may still read them
+  (until the batches of that ``run()`` are no longer used: outputs may be views of them).
+  ``no_copy=False`` with ``parallel=True`` is refused, as in DALI.
 - ``name`` and ``num_outputs`` go together (DALI refuses it, because there ``name`` is only
   for ``feed_input``; in augkit it names the operator in errors and the viewer).
 - ``feed_input`` checks a batch when it is fed, but whether it fits the pipeline's
@@ -783,7 +786,8 @@ class ExternalSource(OperatorImpl):
             moved = backend.to_gpu(array)
             return moved.copy() if moved is array else moved
         host = backend.to_cpu(array)  # a GPU array comes back as a fresh copy
-        return finish(host if owned or backend.is_gpu_array(array) else np.array(host))
+        keep = owned or backend.is_gpu_array(array) or self.args.get("no_copy") is True
+        return finish(host if keep else np.array(host))
 
 
 def _by_output(samples: list[list[tuple[Any, str]]], n: int) -> list[Parts]:
@@ -955,7 +959,13 @@ register(
                 False,
                 to_bool,
             ),
-            Arg("no_copy", "accepted for DALI compatibility; augkit always copies", None, to_bool),
+            Arg(
+                "no_copy",
+                "take the source's host arrays as they are (read-only views), not copies: the "
+                "source must not change them while the pipeline may read them",
+                None,
+                to_bool,
+            ),
             Arg(
                 "blocking",
                 "accepted for DALI compatibility; a run() with nothing fed is an error",

@@ -113,6 +113,11 @@ def test_the_fast_path_to_small_integers_rounds_and_saturates_as_dalis_convert_s
             rng.uniform(-70000, 70000, 2000),
             rng.integers(-300, 300, 400) + 0.5,  # exact halves
             np.nextafter(np.arange(-5, 5) + 0.5, 0),  # just below a half
+            np.nextafter(np.arange(-300, 300) + 0.5, -np.inf),  # either side of every half
+            np.nextafter(np.arange(-300, 300) + 0.5, np.inf),
+            2.0 ** np.arange(0, 17) - 0.5,  # halves just below a power of two
+            np.nextafter(2.0 ** np.arange(0, 17) - 0.5, np.inf),
+            np.nextafter(2.0 ** np.arange(0, 17) - 0.5, -np.inf),
             [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e30, -1e30],
         ]
     )

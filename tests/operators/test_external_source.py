@@ -786,3 +786,23 @@ def test_debug_mode_gives_the_normal_epochs():
 def test_eager_per_sample_source():
     batch = eager.external_source(source=numbered, batch=False, batch_size=3)
     assert [s.tolist() for s in batch] == [[0, 0, 0, 0], [1, 1, 0, 0], [2, 2, 0, 0]]
+
+
+def test_no_copy_takes_the_arrays_as_read_only_views():
+    """DALI's ``no_copy=True``: the batch's samples are the source's arrays (no copy), read-only
+    to the pipeline, and the source's own arrays stay writable; by default they are copies."""
+    images = [np.full((4, 5, 3), k, np.uint8) for k in range(2)]
+    dense = np.stack(images)
+    for source in (lambda: images, lambda: dense):
+        for no_copy in (True, None):
+
+            @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=1)
+            def pipe(source=source, no_copy=no_copy):
+                return fn.external_source(source=source, no_copy=no_copy, layout="HWC")
+
+            (out,) = pipe().run()
+            given = images if source() is images else list(dense)
+            shared = [np.shares_memory(out._samples[i], given[i]) for i in range(2)]
+            assert shared == [bool(no_copy)] * 2
+            assert not out._samples[0].flags.writeable
+    assert images[0].flags.writeable and dense.flags.writeable
