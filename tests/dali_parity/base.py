@@ -58,22 +58,31 @@ INPUT_SETS = {
     "jpegs": "",  # the 4 photos as small JPEG files (1-D uint8 arrays; one 4:4:4, three 4:2:0)
     "vectors": "",  # 4 float32 1-D arrays of different lengths (tensor and maths operators)
     "matrices": "",  # 4 float32 2-D arrays (3x4, 5x2, ...) with negative values
+    # Annotations of the 4 photos (the same 4 samples, in the same order):
+    "boxes": "",  # float32 (n, 4) boxes, relative ltrb in [0, 1], n = 3, 1, 0, 5
+    "box_labels": "",  # int32 (n, 1) class ids of those boxes
+    "masks": "HWC",  # uint8 (h, w, 1) label maps of the photos' sizes (values 0, 1, 2, 3)
+    "keypoints": "",  # float32 (k, 2) relative (x, y) points, k = 4, 2, 1, 3
 }
+# ``input=("images", "boxes", "box_labels")`` gives the body a tuple of nodes, one per set.
 
 
 @dataclass(frozen=True)
 class ParityCase:
     name: str
     body: Callable[[Any, Any, Any], Any]
-    input: str = "images"
+    input: str | tuple[str, ...] = "images"
     max_diff: float | None = 0
     mean_diff: float = 0.0
     note: str = ""
     family: str = ""
 
     def __post_init__(self) -> None:
-        if self.input not in INPUT_SETS:
-            raise ValueError(f"{self.name}: input must be one of {sorted(INPUT_SETS)}")
+        names = self.input if isinstance(self.input, tuple) else (self.input,)
+        if not names or any(name not in INPUT_SETS for name in names):
+            raise ValueError(
+                f"{self.name}: input must be one of {sorted(INPUT_SETS)}, or a tuple of them"
+            )
 
 
 def per_sample(fn: Any, values: list[Any], dtype: Any = np.float32) -> Any:
@@ -141,15 +150,24 @@ def stored_outputs(family: str) -> dict[str, tuple[list[list[np.ndarray]], list[
     return result
 
 
+def _giving(batch: list[np.ndarray]) -> Callable[[], list[np.ndarray]]:
+    return lambda: batch
+
+
 def run_case(pipeline_class: Any, fn: Any, types: Any, case: ParityCase, inputs: dict) -> Any:
     """``case`` run once on its input set by a library (DALI's or augkit's ``Pipeline``, ``fn``
     and ``types``): one iteration, one thread, the whole input set as the batch. Returns
     (outputs: per output, per sample; layouts)."""
-    batch = inputs[case.input]
-    layout = INPUT_SETS[case.input]
+    names = case.input if isinstance(case.input, tuple) else (case.input,)
+    batches = [inputs[name] for name in names]
+    batch = batches[0]
     pipe = pipeline_class(batch_size=len(batch), num_threads=1, device_id=None, seed=1234)
     with pipe:
-        x = fn.external_source(source=lambda: batch, batch=True, layout=layout or None)
+        nodes = tuple(
+            fn.external_source(source=_giving(b), batch=True, layout=INPUT_SETS[name] or None)
+            for name, b in zip(names, batches, strict=True)
+        )
+        x = nodes if isinstance(case.input, tuple) else nodes[0]
         outs = case.body(fn, types, x)
         outs = outs if isinstance(outs, (tuple, list)) else (outs,)
         pipe.set_outputs(*outs)

@@ -30,6 +30,21 @@ def main() -> None:
             rng.normal(0, 2, shape).astype(np.float32) for shape in ((3, 4), (5, 2), (2, 2), (4, 3))
         ],
     }
+    # Annotations, from a generator of their own (the sets above stay as they were).
+    notes = np.random.default_rng(12)
+    boxes, box_labels, masks, keypoints = [], [], [], []
+    for image, n, k in zip(images, (3, 1, 0, 5), (4, 2, 1, 3), strict=True):
+        corners = np.sort(notes.uniform(0, 1, (n, 2, 2)), axis=1)  # (n, [lt, rb], [x, y])
+        boxes.append(corners.reshape(n, 4).astype(np.float32))
+        box_labels.append(notes.integers(1, 10, (n, 1)).astype(np.int32))
+        h, w = image.shape[:2]
+        mask = np.zeros((h, w, 1), np.uint8)
+        for label in (1, 2, 3):
+            y0, x0 = notes.integers(0, h - 8), notes.integers(0, w - 8)
+            mask[y0 : y0 + notes.integers(4, h // 2), x0 : x0 + notes.integers(4, w // 2)] = label
+        masks.append(mask)
+        keypoints.append(notes.uniform(0, 1, (k, 2)).astype(np.float32))
+    sets.update(boxes=boxes, box_labels=box_labels, masks=masks, keypoints=keypoints)
     # Small JPEG files (the photos above, encoded by Pillow: 4:2:0 and one 4:4:4), so that the
     # decoders' stored outputs stay small; the decoders read them as any JPEG file.
     encoded = []
