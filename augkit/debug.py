@@ -232,7 +232,7 @@ class DebugSession:
 
     def _impl(self, node: OperatorNode, position: int, group: int | None) -> OperatorImpl:
         impl = self._impls.get(position)
-        if impl is None or impl.schema is not node.schema or impl.args != node.args:
+        if impl is None or impl.schema is not node.schema or not _same_args(impl.args, node.args):
             if node.schema.role == "reader" and self.shard is None:
                 self.shard = int(node.args.get("shard_id", 0) or 0)
                 self.redo = self._assumed and self.shard != 0
@@ -389,3 +389,23 @@ def end_at_user_frame(exc: BaseException) -> None:
         tb = tb.tb_next
     if last_user is not None:
         last_user.tb_next = None
+
+
+def _same_args(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two operators' arguments are equal (a constant input's NumPy value compares as
+    an array: ``==`` on arrays has no single truth value)."""
+    if a.keys() != b.keys():
+        return False
+    for key, value in a.items():
+        other = b[key]
+        if isinstance(value, np.ndarray) or isinstance(other, np.ndarray):
+            if not (
+                isinstance(value, np.ndarray)
+                and isinstance(other, np.ndarray)
+                and value.dtype == other.dtype
+                and np.array_equal(value, other)
+            ):
+                return False
+        elif value != other:
+            return False
+    return True

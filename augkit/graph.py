@@ -279,7 +279,8 @@ class OperatorNode:
         self.inputs = inputs
         self.name: str = args.get("name") or f"{schema.class_name.split('.')[-1]}_{self.id}"
         out_device = "gpu" if device in ("gpu", "mixed") else "cpu"
-        self.outputs = [DataNode(self, k, out_device) for k in range(schema.outputs_for(args))]
+        count = schema.outputs_for(args, len(inputs))
+        self.outputs = [DataNode(self, k, out_device) for k in range(count)]
         if record:
             _record(self)
 

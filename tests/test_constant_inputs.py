@@ -70,3 +70,18 @@ def test_an_int_beyond_int32_is_refused_by_name() -> None:
 
     with pytest.raises(ArgumentError, match="does not fit int32"):
         pipe()
+
+
+def test_a_list_constant_in_debug_mode_survives_the_second_iteration() -> None:
+    """Debug mode reuses an operator made in the first iteration when its arguments are the
+    same: a constant's NumPy value must compare as an array (it raised 'truth value of an array
+    is ambiguous' in the second run())."""
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=1, debug=True)
+    def pipe() -> Any:
+        return fn.full_like(fn.external_source(source=lambda: IMAGES[:2]), [1.0, 2.0, 3.0])
+
+    p = pipe()
+    for _ in range(2):
+        (out,) = p.run()
+        np.testing.assert_array_equal(out.at(1), np.tile([1.0, 2.0, 3.0], (2, 1)))

@@ -114,7 +114,7 @@ class OperatorImpl:
         self.shard = shard
         self.device = device
         self.num_inputs = num_inputs
-        self.num_outputs = schema.outputs_for(args)
+        self.num_outputs = schema.outputs_for(args, num_inputs)
         self.setup()
 
     def setup(self) -> None:

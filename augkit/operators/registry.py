@@ -213,7 +213,8 @@ class OperatorSchema:
         doc: the operator's description (first paragraph of the generated docstrings).
         args: the operator's own arguments (the common ones are added).
         min_inputs, max_inputs: how many positional inputs it takes (``None``: any number).
-        num_outputs: how many outputs, or a function of the bound arguments.
+        num_outputs: how many outputs, or a function of the bound arguments (and, taking a
+            second parameter, of the number of inputs).
         devices: the devices it has kernels for.
         aliases: DALI's legacy ``ops`` names (``"FileReader"``).
         fn_aliases: DALI's legacy ``fn`` names (``"file_reader"``).
@@ -241,7 +242,7 @@ class OperatorSchema:
     args: Sequence[Arg] = ()
     min_inputs: int = 1
     max_inputs: int | None = 1
-    num_outputs: int | Callable[[dict[str, Any]], int] = 1
+    num_outputs: int | Callable[..., int] = 1
     devices: tuple[str, ...] = ("cpu",)
     aliases: tuple[str, ...] = ()
     fn_aliases: tuple[str, ...] = ()
@@ -271,9 +272,27 @@ class OperatorSchema:
         first in an iteration, in iteration order, and set its batch size."""
         return self.role in ("reader", "source")
 
-    def outputs_for(self, args: dict[str, Any]) -> int:
+    def outputs_for(self, args: dict[str, Any], num_inputs: int = 1) -> int:
+        """How many outputs a node with these arguments and ``num_inputs`` inputs has:
+        ``num_outputs``, or ``num_outputs(args)``, or ``num_outputs(args, num_inputs)`` for an
+        operator whose outputs follow its inputs (bbox_rotate: labels out when labels in)."""
         n = self.num_outputs
-        return n(args) if callable(n) else n
+        if not callable(n):
+            return n
+        return n(args, num_inputs) if self.outputs_follow_inputs else n(args)
+
+    @property
+    def outputs_follow_inputs(self) -> bool:
+        """Whether ``num_outputs`` is a function of (args, num_inputs)."""
+        n = self.num_outputs
+        if not callable(n):
+            return False
+        import inspect
+
+        try:
+            return len(inspect.signature(n).parameters) > 1
+        except (TypeError, ValueError):
+            return False
 
     def bind(
         self, kwargs: dict[str, Any], is_node: Callable[[Any], bool]
