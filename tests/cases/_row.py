@@ -40,7 +40,7 @@ class OperatorCase:
             parameters (``filter``'s kernel, ``warp_affine``'s matrix): ``extra_inputs(k, n)``
             gives a valid batch of ``n`` samples for input ``k`` (k >= 1; k >= 0 for a row
             whose ``input`` is "none", such as ``transforms.combine``'s matrices), which the
-            fuzzer uses half of the time instead of a drawn batch.
+            fuzzer uses three times in four instead of a drawn batch.
         channels: the number of channels (last axis) the operator needs (3 for hsv, hue,
             saturation, color_twist): the image batches the fuzzer draws have it.
     """

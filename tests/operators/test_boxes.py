@@ -400,3 +400,13 @@ def test_bbox_rotate_batch_kernel_equals_the_per_sample_kernel(args: dict) -> No
         )[0]
         for a, b in zip(whole, one, strict=True):
             np.testing.assert_array_equal(np.asarray(a.at(i)), np.asarray(b.at(0)))
+
+
+def test_coord_transform_values_beyond_float32_become_infinite_without_a_warning():
+    """The fuzzer's find: a T of 3.4028235677973366e+38 (just above float32's largest) raised
+    NumPy's overflow warning inside the kernel; DALI's float arguments give inf."""
+    from augkit import eager
+
+    points = np.array([[1.0, 2.0]], np.float32)
+    out = eager.coord_transform(points, T=[0.0, 3.4028235677973366e38])
+    np.testing.assert_array_equal(out, np.array([[1.0, np.inf]], np.float32))

@@ -47,6 +47,15 @@ def _validate(args: dict[str, Any]) -> None:
 def matrix_and_offset(
     n: int, M: Any = None, T: Any = None, MT: Any = None
 ) -> tuple[np.ndarray, np.ndarray]:
+    """See ``_matrix_and_offset``; values beyond float32's range become +-inf, as DALI's float
+    arguments do (no NumPy overflow warning)."""
+    with np.errstate(over="ignore"):
+        return _matrix_and_offset(n, M, T, MT)
+
+
+def _matrix_and_offset(
+    n: int, M: Any = None, T: Any = None, MT: Any = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The float32 ``M`` (m × n) and ``T`` (m) for points of ``n`` components, from the
     arguments as their converter gives them (tuples of floats or ``None``).
 
