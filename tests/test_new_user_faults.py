@@ -193,6 +193,10 @@ def test_prefetch_queue_depth_computes_what_dali_computes(depth, calls):
 
     def count(x):
         seen.append(1)
+        # Long enough that every iteration takes over prefetch.SHORT_ITERATION (2 ms): shorter
+        # ones are computed by run() itself, not ahead, and the count would depend on timing
+        # (it was 32, not 40, once in a full run).
+        time.sleep(0.001)
         return x
 
     @pipeline_def(batch_size=8, num_threads=1, device_id=None, seed=1, prefetch_queue_depth=depth)
