@@ -1,6 +1,6 @@
 """The per-operator speed table of the benchmark (``benchmarks/operators.py``) is consistent:
-every pair names an augkit operator that is registered or is reported as not there yet, the
-bodies run in augkit as the table runs them, the Albumentations transforms build and run, and
+every pair names operators augkit has (a row for one it lacks says so: tested on a made-up
+row), the bodies run in augkit as the table runs them, the Albumentations transforms build and run, and
 the report computes its ratios and medians. No timing is asserted, and DALI is not needed."""
 
 from __future__ import annotations
@@ -108,21 +108,13 @@ def test_gpu_only_operators_are_compared_with_albumentations_only() -> None:
 
 
 @pytest.mark.parametrize("pair", ops.PAIRS, ids=lambda p: p.name)
-def test_every_pair_is_registered_in_augkit_or_said_to_be_missing(pair: ops.OperatorPair) -> None:
-    missing = ops.augkit_missing(pair)
-    registered = []
+def test_every_pair_names_operators_augkit_has(pair: ops.OperatorPair) -> None:
+    """Every operator of the table is registered (the table's "not in augkit yet" rows served
+    while operators were being written; a pair whose operator went missing would otherwise
+    drop out of the table, and of the body test below, without a word)."""
     for name in (pair.name, *pair.uses):
-        try:
-            resolve(name)
-            registered.append(True)
-        except KeyError:
-            registered.append(False)
-    if all(registered):
-        assert missing is None
-    else:
-        assert missing is not None and missing.startswith("not in augkit yet")
-        for name, there in zip((pair.name, *pair.uses), registered, strict=True):
-            assert (f"`{name}`" in missing) != there
+        resolve(name)  # KeyError names it
+    assert ops.augkit_missing(pair) is None
     assert pair.input in ("images", "jpegs")
 
 
@@ -145,10 +137,7 @@ def test_make_rows_without_the_side_venv_says_why(inputs: ops.Inputs) -> None:
     assert all(name.startswith("augkit") for _, name, _ in contenders)
 
 
-AUGKIT_PAIRS = [pair for pair in ops.PAIRS if ops.augkit_missing(pair) is None]
-
-
-@pytest.mark.parametrize("pair", AUGKIT_PAIRS, ids=lambda p: p.name)
+@pytest.mark.parametrize("pair", ops.PAIRS, ids=lambda p: p.name)
 def test_the_body_runs_in_augkit_as_the_table_runs_it(
     pair: ops.OperatorPair, inputs: ops.Inputs
 ) -> None:
