@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from augkit.operators.base import SampleOperator
+from augkit.operators.layouts import NUMBER_TYPES
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
@@ -92,22 +93,7 @@ def cpp_cast(values: Sequence[float], dtype: Any) -> np.ndarray:
     return np.array(out, np.uint64).astype(dtype)
 
 
-_TYPES = tuple(
-    np.dtype(t)
-    for t in (
-        np.uint8,
-        np.int8,
-        np.uint16,
-        np.int16,
-        np.uint32,
-        np.int32,
-        np.uint64,
-        np.int64,
-        np.float16,
-        np.float32,
-        np.float64,
-    )
-)
+_TYPES = NUMBER_TYPES
 
 
 @described("a layout string of axis names, e.g. 'HW', 'W', 'DHW'")

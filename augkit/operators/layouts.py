@@ -35,6 +35,24 @@ IMAGE_WITH_CHANNELS = InputSpec(
 )
 COLOR_IMAGE = InputSpec("an image (decoded pixels)", kinds=("image",), hints=COLOR)
 
+# Every integer and floating-point type (what the filters and erase take).
+NUMBER_TYPES = tuple(
+    np.dtype(t)
+    for t in (
+        np.uint8,
+        np.int8,
+        np.uint16,
+        np.int16,
+        np.uint32,
+        np.int32,
+        np.uint64,
+        np.int64,
+        np.float16,
+        np.float32,
+        np.float64,
+    )
+)
+
 # Layouts assumed for an input that has none, by number of dimensions.
 _DEFAULT_LAYOUTS = {2: "HW", 3: "HWC"}
 

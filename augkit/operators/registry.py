@@ -18,6 +18,8 @@ raises ``ValueError``/``TypeError`` with a plain message, and the registry turns
 
 from __future__ import annotations
 
+import functools
+import inspect
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -281,14 +283,13 @@ class OperatorSchema:
             return n
         return n(args, num_inputs) if self.outputs_follow_inputs else n(args)
 
-    @property
+    @functools.cached_property
     def outputs_follow_inputs(self) -> bool:
-        """Whether ``num_outputs`` is a function of (args, num_inputs)."""
+        """Whether ``num_outputs`` is a function of (args, num_inputs) (looked at once: debug
+        mode makes nodes every iteration)."""
         n = self.num_outputs
         if not callable(n):
             return False
-        import inspect
-
         try:
             return len(inspect.signature(n).parameters) > 1
         except (TypeError, ValueError):

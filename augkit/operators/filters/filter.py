@@ -47,7 +47,7 @@ import numpy as np
 
 from augkit import backend, types
 from augkit.errors import AugkitError
-from augkit.operators.base import RunContext, SampleOperator, dense_batch
+from augkit.operators.base import RunContext, dense_batch
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.filters import kernels
 from augkit.operators.registry import (
@@ -99,7 +99,7 @@ def resolve_anchor(anchor: tuple[int, ...], shape: tuple[int, int]) -> tuple[int
     return tuple(extent // 2 if a < 0 else a for a, extent in zip(anchor, shape, strict=True))
 
 
-class Filter(SampleOperator):
+class Filter(kernels.FilterOperator):
     """cv2.filter2D per plane, with DALI's border handling."""
 
     def setup(self) -> None:
@@ -110,9 +110,6 @@ class Filter(SampleOperator):
             "reflect_1001": cv2.BORDER_REFLECT,
             "clamp": cv2.BORDER_REPLICATE,
         }
-
-    def batch_args(self, inputs: list[TensorList]) -> dict[str, Any]:
-        return {"layout": inputs[0].layout()}
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         if index == 0:

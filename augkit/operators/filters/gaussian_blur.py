@@ -27,8 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from augkit import backend, types
-from augkit.operators.base import SampleOperator
+from augkit import types
 from augkit.operators.filters import kernels
 from augkit.operators.registry import (
     Arg,
@@ -40,7 +39,6 @@ from augkit.operators.registry import (
     to_floats,
     to_ints,
 )
-from augkit.tensors import TensorList
 
 NAME = "gaussian_blur"
 TYPES = kernels.NUMBER_TYPES  # every integer and float type
@@ -113,17 +111,11 @@ def _dtype(value: Any) -> types.DALIDataType:
     return dtype
 
 
-class GaussianBlur(SampleOperator):
+class GaussianBlur(kernels.FilterOperator):
     """Separable Gaussian correlation per plane, DALI's windows, ConvertSat to the output."""
 
-    def setup(self) -> None:
-        self.cv2 = backend.opencv()
-
-    def batch_args(self, inputs: list[TensorList]) -> dict[str, Any]:
-        return {"layout": inputs[0].layout()}
-
-    def check_input(self, index: int, sample: Any, layout: str) -> None:
-        kernels.check_number_image(NAME, sample, TYPES)
+    operator_name = NAME
+    types = TYPES
 
     def cpu(
         self,
@@ -146,7 +138,7 @@ class GaussianBlur(SampleOperator):
         if sample.size == 0:
             return np.empty(sample.shape, out_dtype)
         values = kernels.separable(self.cv2, sample, windows, leading, has_channels)
-        return kernels.to_output(values, out_dtype, self.cv2)
+        return kernels.to_output(values, out_dtype)
 
 
 register(

@@ -30,6 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from augkit import backend
+from augkit.operators import layouts
+from augkit.operators.base import SampleOperator
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.registry import InputSpec, kind_policy
 
@@ -53,23 +56,7 @@ IMAGE_OR_VOLUME = InputSpec(
 _CV_TYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.int16), np.dtype(np.float32))
 
 
-# What gaussian_blur takes: every integer and floating-point type.
-NUMBER_TYPES = tuple(
-    np.dtype(t)
-    for t in (
-        np.uint8,
-        np.int8,
-        np.uint16,
-        np.int16,
-        np.uint32,
-        np.int32,
-        np.uint64,
-        np.int64,
-        np.float16,
-        np.float32,
-        np.float64,
-    )
-)
+NUMBER_TYPES = layouts.NUMBER_TYPES  # what gaussian_blur takes
 
 
 def data_axes(operator: str, layout: str, ndim: int, max_axes: int = 3) -> tuple[int, int, bool]:
@@ -212,35 +199,11 @@ def separable(
     return out.reshape(shape)
 
 
-_CV_DEPTHS = {"uint8": "CV_8U", "int8": "CV_8S", "uint16": "CV_16U", "int16": "CV_16S"}
-
-
-def to_output(values: np.ndarray, dtype: np.dtype, cv2: Any = None) -> np.ndarray:
-    """The float result as ``dtype`` (DALI's ConvertSat: halves away from zero, saturated).
-
-    For 8- and 16-bit outputs of finite values, with ``cv2`` given, a faster path with the same
-    result: ``rint`` (halves to even), the exact halves found (``values - rint == +-0.5``) and
-    moved away from zero, then clipped and converted by OpenCV.
-    """
-    dtype = np.dtype(dtype)
-    depth = _CV_DEPTHS.get(dtype.name)
-    # convert_sat's own path to unsigned types (floor(x + 0.5), 2.5x faster than this one)
-    unsigned = dtype.kind == "u"
-    if unsigned or cv2 is None or depth is None or values.dtype != np.float32 or not values.size:
-        with np.errstate(over="ignore", invalid="ignore"):
-            return convert_sat(values, dtype, np)
-    flat = values.reshape(1, -1)
-    whole = np.rint(flat)
-    frac = cv2.subtract(flat, whole)
-    up = cv2.compare(frac, 0.5, cv2.CMP_EQ)
-    down = cv2.compare(frac, -0.5, cv2.CMP_EQ)
-    if cv2.countNonZero(up) or cv2.countNonZero(down):
-        whole[(up > 0) & (flat > 0)] += 1
-        whole[(down > 0) & (flat < 0)] -= 1
-    info = np.iinfo(dtype)
-    whole = cv2.max(cv2.min(whole, float(info.max)), float(info.min))
-    out = cv2.add(whole, 0.0, dtype=getattr(cv2, depth))
-    return out.reshape(values.shape)
+def to_output(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The float result as ``dtype``: DALI's ConvertSat (halves away from zero, saturated),
+    without NumPy's warnings for values beyond the type (they saturate)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return convert_sat(values, np.dtype(dtype), np)
 
 
 def check_number_image(operator: str, sample: Any, dtypes: Sequence[np.dtype]) -> None:
@@ -248,3 +211,21 @@ def check_number_image(operator: str, sample: Any, dtypes: Sequence[np.dtype]) -
     if sample.dtype not in dtypes:
         names = ", ".join(np.dtype(t).name for t in dtypes)
         raise ValueError(f"{operator} takes samples of type {names}; got {sample.dtype.name}")
+
+
+class FilterOperator(SampleOperator):
+    """What the filters share: OpenCV, got at build (``setup``), and the input's layout given
+    to every kernel call (``layout``); ``check_input`` refuses types outside ``types`` with
+    ``operator_name`` in the message (subclasses that check more override it)."""
+
+    operator_name = ""
+    types: tuple[np.dtype, ...] = NUMBER_TYPES
+
+    def setup(self) -> None:
+        self.cv2 = backend.opencv()
+
+    def batch_args(self, inputs: Sequence[Any]) -> dict[str, Any]:
+        return {"layout": inputs[0].layout()}
+
+    def check_input(self, index: int, sample: Any, layout: str) -> None:
+        check_number_image(self.operator_name, sample, self.types)

@@ -30,8 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from augkit import backend, types
-from augkit.operators.base import SampleOperator
+from augkit import types
 from augkit.operators.filters import kernels
 from augkit.operators.filters.gaussian_blur import _dtype
 from augkit.operators.registry import (
@@ -43,7 +42,6 @@ from augkit.operators.registry import (
     to_floats,
     to_ints,
 )
-from augkit.tensors import TensorList
 
 NAME = "laplacian"
 MAX_WINDOW = 23
@@ -103,15 +101,9 @@ def _validate(args: dict[str, Any]) -> None:
         raise ValueError("`scale` cannot be given when `normalized_kernel` is True")
 
 
-class Laplacian(SampleOperator):
-    def setup(self) -> None:
-        self.cv2 = backend.opencv()
-
-    def batch_args(self, inputs: list[TensorList]) -> dict[str, Any]:
-        return {"layout": inputs[0].layout()}
-
-    def check_input(self, index: int, sample: Any, layout: str) -> None:
-        kernels.check_number_image(NAME, sample, TYPES)
+class Laplacian(kernels.FilterOperator):
+    operator_name = NAME
+    types = TYPES
 
     def cpu(
         self,
@@ -149,7 +141,7 @@ class Laplacian(SampleOperator):
                 part = kernels.separable(self.cv2, sample, windows, leading, has_channels)
                 part *= np.float32(scales[i])
                 acc = part if acc is None else part + acc
-        return kernels.to_output(acc, out_dtype, self.cv2)
+        return kernels.to_output(acc, out_dtype)
 
 
 register(

@@ -36,8 +36,6 @@ from typing import Any
 
 import numpy as np
 
-from augkit import backend
-from augkit.operators.base import SampleOperator
 from augkit.operators.filters import kernels
 from augkit.operators.registry import (
     Arg,
@@ -49,7 +47,6 @@ from augkit.operators.registry import (
     to_int,
     to_ints,
 )
-from augkit.tensors import TensorList
 
 TYPES = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.int16, np.float32))
 LAYOUTS = ("HW", "HWC", "FHWC", "CHW", "FCHW")
@@ -81,15 +78,12 @@ def _pair(values: tuple[int, ...], operator: str, name: str) -> tuple[int, int]:
     return kernels.per_axis(values, 2, operator, name)  # (width, height)
 
 
-class MedianBlur(SampleOperator):
+class MedianBlur(kernels.FilterOperator):
     def setup(self) -> None:
-        self.cv2 = backend.opencv()
+        super().setup()
         from scipy import ndimage
 
         self.ndimage = ndimage
-
-    def batch_args(self, inputs: list[TensorList]) -> dict[str, Any]:
-        return {"layout": inputs[0].layout()}
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         kernels.check_number_image("experimental.median_blur", sample, TYPES)
@@ -120,13 +114,14 @@ class MedianBlur(SampleOperator):
         return out.reshape(shape)
 
 
-class Morphology(SampleOperator):
+class Morphology(kernels.FilterOperator):
     """Dilation (``maximum``) or erosion (``minimum``) with a rectangle of ones."""
 
     operation = ""  # "dilate" or "erode"
 
     def setup(self) -> None:
-        cv2 = self.cv2 = backend.opencv()
+        super().setup()
+        cv2 = self.cv2
         self.apply = cv2.dilate if self.operation == "dilate" else cv2.erode
         self.borders = {
             "replicate": cv2.BORDER_REPLICATE,
@@ -138,9 +133,6 @@ class Morphology(SampleOperator):
     @property
     def label_name(self) -> str:
         return f"experimental.{self.operation}"
-
-    def batch_args(self, inputs: list[TensorList]) -> dict[str, Any]:
-        return {"layout": inputs[0].layout()}
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         kernels.check_number_image(self.label_name, sample, TYPES)

@@ -68,7 +68,7 @@ from augkit.operators.registry import (
     to_interp,
 )
 
-_TYPES = tuple(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16, np.int32, np.float32))
+_TYPES = warp.WARP_TYPES
 
 
 def _radians(angle: float) -> np.float32:

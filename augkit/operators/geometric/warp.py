@@ -58,6 +58,11 @@ import math
 
 import numpy as np
 
+# What the affine warps (rotate, warp_affine) take and give.
+WARP_TYPES = tuple(
+    np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16, np.int32, np.float32)
+)
+
 NEAREST = "nearest"
 LINEAR = "linear"
 TRIANGULAR = "triangular"
