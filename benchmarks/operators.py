@@ -51,6 +51,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.functions import trivial  # NumPy only: the side venv imports it too
+
 ROOT = Path(__file__).resolve().parent.parent
 BATCH_SIZE = 32
 SIZE = 320  # the photos are resized once to SIZE×SIZE
@@ -132,6 +134,43 @@ def _jitter(A: Any, **kwargs: Any) -> Any:
     identity, which its kernels skip)."""
     base = {"brightness": (1.0, 1.0), "contrast": (1.0, 1.0), "saturation": (1.0, 1.0)}
     return A.ColorJitter(**{**base, "hue": (0.0, 0.0), **kwargs, "p": 1.0})
+
+
+# --- inputs of the rows that take no image: boxes, labels, points, masks, derived from x ------
+
+
+def _boxes(fn: Any) -> Any:
+    """20 relative ltrb boxes per sample (drawn: the same work in both libraries)."""
+    lt = fn.random.uniform(range=[0.0, 0.5], shape=[20, 2])
+    return fn.cat(lt, lt + 0.4, axis=1)
+
+
+def _box_labels(fn: Any, types: Any) -> Any:
+    return fn.cast(fn.random.uniform(range=[0.0, 10.0], shape=[20, 1]), dtype=types.INT32)
+
+
+def _points(fn: Any) -> Any:
+    return fn.random.uniform(range=[0.0, 1.0], shape=[50, 2])
+
+
+def _mask(fn: Any, types: Any, x: Any) -> Any:
+    """A label map of the photo (values 0..3, HWC with one channel): its grey levels / 64."""
+    grey = fn.color_space_conversion(x, image_type=types.RGB, output_type=types.GRAY)
+    return fn.cast(grey // 64, dtype=types.UINT8)
+
+
+def _anchors(cells: int = 10) -> list[float]:
+    """SSD-like ltrb anchors: a cells x cells grid, two square sizes."""
+    out: list[float] = []
+    for size in (0.1, 0.3):
+        for i in range(cells):
+            for j in range(cells):
+                cx, cy = (j + 0.5) / cells, (i + 0.5) / cells
+                out += [cx - size / 2, cy - size / 2, cx + size / 2, cy + size / 2]
+    return out
+
+
+_NOT_AN_IMAGE = "not an image operator: the photos are not used (their source is pruned)"
 
 
 PAIRS: list[OperatorPair] = [
@@ -466,6 +505,197 @@ PAIRS: list[OperatorPair] = [
             x, same_for_all(fn, [120.0, 115.0, 105.0]), axes=(0, 1)
         ),
         note="per-channel, around a given mean",
+    ),
+    # --- the rest of DALI's vocabulary: tensors, reductions, draws, transforms -------------
+    OperatorPair("expand_dims", lambda fn, types, x: fn.expand_dims(x, axes=[0])),
+    OperatorPair(
+        "squeeze",
+        lambda fn, types, x: fn.squeeze(fn.reshape(x, shape=[320, 320, 3, 1]), axes=[3]),
+        uses=("reshape",),
+        note="after a reshape adding the axis (a view in both)",
+    ),
+    OperatorPair("copy", lambda fn, types, x: fn.copy(x)),
+    OperatorPair("zeros_like", lambda fn, types, x: fn.zeros_like(x)),
+    OperatorPair("ones_like", lambda fn, types, x: fn.ones_like(x)),
+    OperatorPair("full_like", lambda fn, types, x: fn.full_like(x, 7)),
+    OperatorPair(
+        "cast_like",
+        lambda fn, types, x: fn.cast_like(x, fn.random.uniform()),
+        note="to float32, the type of a random draw",
+    ),
+    OperatorPair("shapes", lambda fn, types, x: fn.shapes(x)),
+    OperatorPair(
+        "one_hot",
+        lambda fn, types, x: fn.one_hot(_box_labels(fn, types), num_classes=10),
+        uses=("cast",),
+        note=_NOT_AN_IMAGE,
+    ),
+    OperatorPair("peek_image_shape", lambda fn, types, x: fn.peek_image_shape(x), input="jpegs"),
+    OperatorPair("reductions.sum", lambda fn, types, x: fn.reductions.sum(x, axes=(0, 1))),
+    OperatorPair(
+        "reductions.mean_square", lambda fn, types, x: fn.reductions.mean_square(x, axes=(0, 1))
+    ),
+    OperatorPair("reductions.rms", lambda fn, types, x: fn.reductions.rms(x, axes=(0, 1))),
+    OperatorPair("reductions.min", lambda fn, types, x: fn.reductions.min(x, axes=(0, 1))),
+    OperatorPair("reductions.max", lambda fn, types, x: fn.reductions.max(x, axes=(0, 1))),
+    OperatorPair(
+        "reductions.variance",
+        lambda fn, types, x: fn.reductions.variance(
+            x, same_for_all(fn, [120.0, 115.0, 105.0]), axes=(0, 1)
+        ),
+        note="per-channel, around a given mean",
+    ),
+    OperatorPair(
+        "random.normal", lambda fn, types, x: fn.random.normal(x), note="image-sized draws"
+    ),
+    OperatorPair(
+        "random.beta",
+        lambda fn, types, x: fn.random.beta(alpha=2.0, beta=5.0, shape=[64]),
+        note=_NOT_AN_IMAGE,
+    ),
+    OperatorPair(
+        "random.choice",
+        lambda fn, types, x: fn.random.choice(10, shape=[64]),
+        note=_NOT_AN_IMAGE,
+    ),
+    OperatorPair(
+        "python_function",
+        lambda fn, types, x: fn.python_function(x, function=trivial),
+        note="a function that returns its input (benchmarks/functions.py)",
+    ),
+    OperatorPair(
+        "transforms.rotation",
+        lambda fn, types, x: fn.transforms.rotation(
+            angle=_uniform(fn, -30.0, 30.0), center=[160.0, 160.0]
+        ),
+        note=_NOT_AN_IMAGE,
+    ),
+    OperatorPair(
+        "transforms.scale",
+        lambda fn, types, x: fn.transforms.scale(scale=[1.2, 0.8], center=[160.0, 160.0]),
+        note=_NOT_AN_IMAGE,
+    ),
+    OperatorPair(
+        "transforms.shear",
+        lambda fn, types, x: fn.transforms.shear(angles=[10.0, 5.0]),
+        note=_NOT_AN_IMAGE,
+    ),
+    OperatorPair(
+        "transforms.translation",
+        lambda fn, types, x: fn.transforms.translation(offset=[10.0, -5.0]),
+        note=_NOT_AN_IMAGE,
+    ),
+    OperatorPair(
+        "transforms.crop",
+        lambda fn, types, x: fn.transforms.crop(
+            from_start=[0.0, 0.0],
+            from_end=[1.0, 1.0],
+            to_start=[10.0, 10.0],
+            to_end=[300.0, 300.0],
+        ),
+        note=_NOT_AN_IMAGE,
+    ),
+    OperatorPair(
+        "transforms.combine",
+        lambda fn, types, x: fn.transforms.combine(
+            fn.transforms.rotation(angle=_uniform(fn, -30.0, 30.0)),
+            fn.transforms.translation(offset=[160.0, 160.0]),
+        ),
+        uses=("transforms.rotation", "transforms.translation"),
+        note=_NOT_AN_IMAGE,
+    ),
+    # --- boxes, points and masks (issue 13's first operators) ------------------------------
+    OperatorPair(
+        "bb_flip",
+        lambda fn, types, x: fn.bb_flip(_boxes(fn), ltrb=True, horizontal=1),
+        uses=("cat",),
+        note=_NOT_AN_IMAGE + "; 20 boxes a sample",
+    ),
+    OperatorPair(
+        "coord_flip",
+        lambda fn, types, x: fn.coord_flip(_points(fn), flip_x=1),
+        note=_NOT_AN_IMAGE + "; 50 points a sample",
+    ),
+    OperatorPair(
+        "coord_transform",
+        lambda fn, types, x: fn.coord_transform(_points(fn), M=[0.5, 0.0, 0.0, 2.0], T=[0.1, 0.2]),
+        note=_NOT_AN_IMAGE + "; 50 points a sample",
+    ),
+    OperatorPair(
+        "bbox_paste",
+        lambda fn, types, x: fn.bbox_paste(
+            _boxes(fn), ratio=2.0, paste_x=0.3, paste_y=0.6, ltrb=True
+        ),
+        uses=("cat",),
+        note=_NOT_AN_IMAGE,
+    ),
+    OperatorPair(
+        "bbox_rotate",
+        lambda fn, types, x: fn.bbox_rotate(
+            _boxes(fn),
+            _box_labels(fn, types),
+            angle=_uniform(fn, -30.0, 30.0),
+            input_shape=[320, 320],
+        ),
+        uses=("cat", "cast"),
+        note=_NOT_AN_IMAGE + "; with labels",
+    ),
+    OperatorPair(
+        "random_bbox_crop",
+        lambda fn, types, x: fn.random_bbox_crop(
+            _boxes(fn),
+            _box_labels(fn, types),
+            thresholds=[0.0, 0.1, 0.3, 0.5, 0.7, 0.9],
+            scaling=[0.3, 1.0],
+            aspect_ratio=[0.5, 2.0],
+            bbox_layout="xyXY",
+            allow_no_crop=True,
+            num_attempts=50,
+        ),
+        uses=("cat", "cast"),
+        note=_NOT_AN_IMAGE + "; SSD's thresholds",
+    ),
+    OperatorPair(
+        "roi_random_crop",
+        lambda fn, types, x: fn.roi_random_crop(
+            crop_shape=[224, 224],
+            roi_start=[30, 30],
+            roi_end=[300, 300],
+            in_shape=[320, 320],
+        ),
+        note=_NOT_AN_IMAGE,
+    ),
+    OperatorPair(
+        "random_crop_generator",
+        lambda fn, types, x: fn.random_crop_generator(same_for_all(fn, [320, 320, 3], np.int64)),
+        note=_NOT_AN_IMAGE,
+    ),
+    OperatorPair(
+        "box_encoder",
+        lambda fn, types, x: fn.box_encoder(_boxes(fn), _box_labels(fn, types), anchors=_anchors()),
+        uses=("cat", "cast"),
+        note=_NOT_AN_IMAGE + "; 200 anchors",
+    ),
+    OperatorPair(
+        "segmentation.random_mask_pixel",
+        lambda fn, types, x: fn.segmentation.random_mask_pixel(_mask(fn, types, x)),
+        uses=("color_space_conversion", "cast"),
+        note="on a label map made from the photo (its cost is in both)",
+    ),
+    OperatorPair(
+        "segmentation.random_object_bbox",
+        lambda fn, types, x: fn.segmentation.random_object_bbox(_mask(fn, types, x), format="box"),
+        uses=("color_space_conversion", "cast"),
+        note="on a label map made from the photo (its cost is in both)",
+    ),
+    OperatorPair(
+        "segmentation.select_masks",
+        lambda fn, types, x: fn.segmentation.select_masks(
+            same_for_all(fn, [1, 3], np.int32),
+            same_for_all(fn, [[1, 0, 20], [2, 20, 30], [3, 30, 50]], np.int32),
+            _points(fn),
+        ),
+        note=_NOT_AN_IMAGE,
     ),
 ]
 
