@@ -1,7 +1,8 @@
 """The per-operator speed table of the benchmark (``benchmarks/operators.py``) is consistent:
 every pair names operators augkit has (a row for one it lacks says so: tested on a made-up
-row), the bodies run in augkit as the table runs them, the Albumentations transforms build and run, and
-the report computes its ratios and medians. No timing is asserted, and DALI is not needed."""
+row), the bodies run in augkit as the table runs them, the Albumentations transforms build and
+run, and the report computes its ratios and medians. No timing is asserted, and DALI is not
+needed."""
 
 from __future__ import annotations
 
