@@ -322,9 +322,18 @@ def make_impl(node: OperatorNode, pipeline_seed: int, ordinal: int, shard: int) 
     (or its own ``seed=``), its streams keyed by ``shard``."""
     own = node.args.get("seed", -1)
     seed = own if own != -1 else operator_seed(pipeline_seed, ordinal)
-    return node.schema.impl(
-        node.schema, node.args, node.name, seed, node.device, len(node.inputs), shard
+    impl = node.schema.impl(
+        node.schema,
+        node.args,
+        node.name,
+        seed,
+        node.device,
+        len(node.inputs) - node.companions,
+        shard,
     )
+    if node.companions:
+        impl.companions = node.companions
+    return impl
 
 
 def pipeline_shard(nodes: Sequence[OperatorNode]) -> int:

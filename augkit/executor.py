@@ -95,6 +95,8 @@ class Executor:
         self.impls: dict[int, OperatorImpl] = {
             node.id: make_impl(node, seed, ordinal[node.seed_group], self.shard) for node in nodes
         }
+        for node in nodes:
+            self._tell_kinds(node, self.impls[node.id])
         self._connect_screens(nodes)
         self.steps = self._plan(nodes)
         self.transient = self._transient(set(keep))
@@ -133,7 +135,16 @@ class Executor:
             raise
         self.impls[node.id] = impl
         self.specs = specs
+        self._tell_kinds(node, impl)
         self.kinds = {n.id: kinds_of([specs[d] for d in n.outputs]) for n in self.nodes}
+
+    def _tell_kinds(self, node: OperatorNode, impl: OperatorImpl) -> None:
+        """Tell ``impl`` the kinds its inputs are known to have (a geometric operator runs
+        in chains only on images: ``geometric/targets.py``)."""
+        impl.input_kinds = tuple(
+            spec.kind.name if spec is not None else "generic"
+            for spec in (self.specs.get(d) for d in node.inputs)
+        )
 
     def _plan(self, nodes: list[OperatorNode]) -> list[list[OperatorNode]]:
         """What ``compute()`` runs, in order: single nodes, and chains of per-sample nodes

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
@@ -265,8 +265,12 @@ class OperatorNode:
         arg_nodes: dict[str, DataNode],
         inputs: list[DataNode],
         record: bool = True,
+        companions: int = 0,
     ) -> None:
         self.id = next(_ids)
+        # How many trailing inputs are the first inputs of the call's other input sets (an
+        # operator that moves boxes with images finds their image there; geometric/targets.py).
+        self.companions = companions
         # The node whose ordinal gives this node's seed: itself, or the first node of the same
         # multiple-input-set call (those share one seed, as in DALI).
         self.seed_group = self.id
@@ -279,7 +283,7 @@ class OperatorNode:
         self.inputs = inputs
         self.name: str = args.get("name") or f"{schema.class_name.split('.')[-1]}_{self.id}"
         out_device = "gpu" if device in ("gpu", "mixed") else "cpu"
-        count = schema.outputs_for(args, len(inputs))
+        count = schema.outputs_for(args, len(inputs) - companions)
         self.outputs = [DataNode(self, k, out_device) for k in range(count)]
         if record:
             _record(self)
@@ -387,7 +391,10 @@ class Operator:
         sets = _input_sets(schema, inputs)
         given = frozenset(self._given | _given(kwargs))
         try:
-            results = [self._node(args, arg_nodes, list(one), given) for one in sets]
+            results = [
+                self._node(args, arg_nodes, list(one), given, _companions(schema, sets, k))
+                for k, one in enumerate(sets)
+            ]
         except AugkitError as exc:
             if _session() is None:
                 raise
@@ -411,8 +418,10 @@ class Operator:
         arg_nodes: dict[str, DataNode],
         inputs: list[DataNode],
         given: frozenset[str] = frozenset(),
+        companions: Sequence[Any] = (),
     ) -> list[DataNode]:
         schema = self.schema
+        inputs = [*inputs, *companions]
         for k, node in enumerate(inputs):
             if not isinstance(node, DataNode) and _session() is not None:
                 node = inputs[k] = _session().constant(node)
@@ -429,7 +438,9 @@ class Operator:
                 )
             if self._device == "gpu" and node.device == "cpu":
                 inputs[k] = node.gpu()
-        node = OperatorNode(schema, self._device, args, arg_nodes, inputs)
+        node = OperatorNode(
+            schema, self._device, args, arg_nodes, inputs, companions=len(companions)
+        )
         node.given = given
         return node.outputs
 
@@ -488,6 +499,14 @@ def _input_sets(schema: OperatorSchema, inputs: tuple[Any, ...]) -> list[list[An
         )
     count = lengths.pop()
     return [[x[i] if isinstance(x, list) else x for x in inputs] for i in range(count)]
+
+
+def _companions(schema: OperatorSchema, sets: list[list[Any]], k: int) -> list[Any]:
+    """The companions of input set ``k``'s node: the other sets' first inputs, for an operator
+    that moves targets with their images (``OperatorSchema.moves_targets``)."""
+    if len(sets) < 2 or not schema.moves_targets:
+        return []
+    return [one[0] for j, one in enumerate(sets) if j != k and one]
 
 
 def _unpack(outputs: list[DataNode]) -> Any:

@@ -460,6 +460,21 @@ class Pipeline:
             return self._lead(name).epoch_size()
         return {n: r.epoch_size() for n, r in self._runner.readers().items()}
 
+    def class_names(self) -> dict[int, str]:
+        """The class names the pipeline's readers know, by label: a reader that reads
+        annotations with category names (``readers.coco``) has a ``class_names()`` method; the
+        viewer and ``augkit.viz`` name boxes and tiles with it (``readers.file`` names its labels
+        by their class folders). Empty when no reader does."""
+        self.build()
+        if not self._runner.readers_known:
+            return {}
+        names: dict[int, str] = {}
+        for reader in self._runner.readers().values():
+            method = getattr(reader, "class_names", None)
+            if callable(method):
+                names.update(method())
+        return names
+
     def epoch(
         self, last_batch_policy: str = "fill", reader_name: str | None = None
     ) -> Iterator[tuple[TensorList, ...]]:

@@ -247,15 +247,15 @@ def test_a_wrong_kind_names_the_operator_the_input_and_both_kinds():
     assert "use the reader's first output" in message
 
 
-def test_geometric_operators_refuse_masks_until_they_can_move_them():
+def test_geometric_operators_that_cannot_move_masks_refuse_them():
     mask = np.zeros((4, 4), np.uint8)
     pipe = Pipeline(batch_size=1, num_threads=1, device_id=None)
     with pipe:
         masks = fn.python_function(
             fn.external_source(source=lambda: [mask]), function=lambda m: m, kind="mask"
         )
-        pipe.set_outputs(fn.flip(masks))
-    with pytest.raises(GraphError, match=r"\(kind mask\).*do not transform mask yet"):
+        pipe.set_outputs(fn.water(masks), fn.flip(masks))
+    with pytest.raises(GraphError, match=r"\(kind mask\).*does not move mask.*fn.rotate"):
         pipe.build()
 
 

@@ -117,6 +117,12 @@ class OperatorImpl:
         self.num_outputs = schema.outputs_for(args, num_inputs)
         self.setup()
 
+    companions = 0
+    """Trailing inputs that are other input sets' first inputs (``OperatorNode.companions``;
+    only operators that move targets with images use them: ``geometric/targets.py``)."""
+    input_kinds: tuple[str, ...] = ()
+    """The kind names the build knows its inputs to have (set by the executor)."""
+
     def setup(self) -> None:
         """Checks and preparation that need the bound arguments, run once when the pipeline is
         built, on the thread that builds it: import here what the kernels need (a module

@@ -128,6 +128,10 @@ class InputSpec:
     min_ndim: int = 0
     layouts: tuple[str, ...] | None = None
     hints: dict[str, str] = field(default_factory=dict)
+    min_ndims: dict[str, int] = field(default_factory=dict)
+    """The fewest dimensions by kind name, where it is not ``min_ndim`` (a geometric
+    operator takes images of 2 or more dimensions, and labels of 1); for these kinds only
+    this is checked, not ``ndims`` and ``layouts`` (which are the images')."""
 
     def refuses_kind(self, spec: OutputSpec | None) -> bool:
         """Whether ``spec``'s data kind is known not to be accepted."""
@@ -139,6 +143,8 @@ class InputSpec:
         """Whether ``spec``'s number of dimensions or layout is known not to fit."""
         if spec is None:
             return False
+        if spec.kind.name in self.min_ndims:
+            return spec.ndim is not None and spec.ndim < self.min_ndims[spec.kind.name]
         if spec.ndim is not None and (
             spec.ndim < self.min_ndim or (self.ndims is not None and spec.ndim not in self.ndims)
         ):
@@ -154,10 +160,10 @@ def kind_policy(family: str) -> dict[str, str]:
     it masks, boxes, keypoints... should know (DESIGN.md, "Data kinds")."""
     if family == "geometric":
         later = (
-            "augkit's geometric operators do not transform {kind} yet (they will move masks "
-            "by nearest neighbour, and boxes and keypoints by their coordinates, with the same "
-            "per-sample parameters as the images); until then transform them in a "
-            "fn.python_function"
+            "this operator does not move {kind} (its warp is not one transform of "
+            "coordinates); flip, rotate, warp_affine, resize, crop, slice, paste, pad, "
+            "random_resized_crop and crop_mirror_normalize do: call them with the images and "
+            "the {kind} as input sets, e.g. fn.rotate([images, {kind}], ...)"
         )
         hints = {k: later.format(kind=k) for k in ("mask", "boxes", "keypoints")}
         hints.update(polygons=later.format(kind="polygons"), vertices=later.format(kind="vertices"))
@@ -282,6 +288,13 @@ class OperatorSchema:
         if not callable(n):
             return n
         return n(args, num_inputs) if self.outputs_follow_inputs else n(args)
+
+    @property
+    def moves_targets(self) -> bool:
+        """Whether the operator moves masks, boxes, keypoints... with its images (its impl
+        writes ``geometry``: ``augkit.operators.geometric.targets``); called with several
+        input sets, each node gets the other sets' first inputs as its companions."""
+        return callable(getattr(self.impl, "geometry", None))
 
     @functools.cached_property
     def outputs_follow_inputs(self) -> bool:

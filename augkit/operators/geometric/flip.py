@@ -31,6 +31,7 @@ import numpy as np
 
 from augkit import backend
 from augkit.operators.base import dense_batch, per_sample_column
+from augkit.operators.geometric.targets import Geometry, MovesTargets, image_size, movable
 from augkit.operators.layouts import ANY_IMAGE, ImageOperator
 from augkit.operators.registry import (
     Arg,
@@ -59,8 +60,20 @@ def to_flag(value: Any) -> bool:
         return to_bool(value)
 
 
-class Flip(ImageOperator):
-    """Reverses the W, H and D axes of each sample that its flags select."""
+class Flip(MovesTargets, ImageOperator):
+    """Reverses the W, H and D axes of each sample that its flags select (and moves masks,
+    boxes and keypoints the same way: ``targets.py``)."""
+
+    def geometry(
+        self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()
+    ) -> Geometry:
+        width, height = image_size(shape, layout)
+        sx, tx = (-1.0, width) if args["horizontal"] else (1.0, 0.0)
+        sy, ty = (-1.0, height) if args["vertical"] else (1.0, 0.0)
+        return Geometry.scale_translate(sx, sy, tx, ty, (width, height), (width, height))
+
+    def geometry_needs_size(self) -> bool:
+        return False  # relative coordinates flip as 1 - x
 
     def cpu(
         self,
@@ -200,7 +213,7 @@ register(
         name="flip",
         class_name="Flip",
         impl=Flip,
-        accepts=[ANY_IMAGE],
+        accepts=[movable(ANY_IMAGE)],
         output_kinds=keeps_kind,
         devices=("cpu", "gpu"),
         doc=(

@@ -1,0 +1,399 @@
+"""One random draw, every kind: how the geometric operators move masks, boxes, keypoints and
+polygons with the same per-sample parameters as their images.
+
+A geometric operator (flip, rotate, warp_affine, resize, crop, slice, paste, pad,
+random_resized_crop, crop_mirror_normalize, experimental.warp_perspective) derives from
+``MovesTargets`` and writes one method beside its image kernel:
+
+    geometry(shape, layout, args, rng, extra) -> Geometry
+
+the per-sample transform of an image of ``shape``: a 3×3 matrix taking *continuous* input
+coordinates (x, y) to output coordinates (pixel (i, j) covers [j, j + 1) × [i, i + 1); a pixel's
+centre is (j + 0.5, i + 0.5), as in DALI's warps) and the output's (width, height). ``args`` are
+the sample's arguments, exactly what the image kernel gets (``batch_args`` included); ``rng`` is
+the sample's generator for an operator that draws (``random = True``), and ``geometry`` must draw
+from it exactly as the image kernel does, so that the image and its targets get one window.
+Everything else is here, written once:
+
+- **Masks** (kind ``mask``: a label map, H×W or H×W×1, any integer or bool type) are warped by
+  the nearest neighbour from the same matrix: each output pixel centre maps back to the input
+  pixel that contains it; outside the input, class 0. Never interpolated, never antialiased, the
+  dtype and the label values kept. Crops, flips, pads and resizes (matrices without rotation)
+  take one gather per axis; rotations and warps a gather per pixel. A mask must have its image's
+  height and width (checked when the image is in the same call).
+- **Boxes** (kind ``boxes``: N×4, ltrb or xywh, relative or absolute, as the kind says) are
+  moved by their four corners; the new box is the corners' bounding box (a rotated box grows to
+  the axis-aligned box around it, as in DALI's ``bbox_rotate`` with ``mode="expand"``), then
+  clipped to the output image. **The documented rule: a box with no area left inside the output
+  image is dropped, and so is its label** (the row of every ``labels`` input of the same call).
+  Boxes keep their format, dtype and relative/absolute.
+- **Keypoints** and **vertices** (N×2 (x, y)) are moved point by point and never dropped: a
+  point that leaves the image keeps its (outside) coordinates, so that keypoints keep their
+  order and count (a skeleton's joint k stays joint k). Vertices are relative when their kind
+  says so (``readers.coco(ratio=True)``), else absolute.
+- **Polygons** ([mask_idx, start_vertex, end_vertex] rows) index vertices, which move; they
+  pass through unchanged.
+- **Labels** travel with boxes: in a call with a ``boxes`` input set they are filtered with the
+  boxes' rule; without one they pass through (a reader's per-image label). A labels input in a
+  call without any other input set is refused: there is nothing to follow.
+
+Which image a target belongs to: DALI's multiple input sets. ``fn.rotate([images, masks,
+boxes, labels], angle=a)`` makes one node per input set, sharing one seed (so an operator's own
+draws, random_resized_crop's window, are the same), and augkit gives each node the *other* sets'
+first inputs as hidden trailing inputs, its **companions** (``OperatorNode.companions``): a boxes
+node finds its image there (the first companion of kind image, else mask, else a generic one
+with two or more dimensions), and a labels node its boxes. Relative boxes and keypoints need no
+image where the transform does not depend on the size (a flip); an absolute box, a resize or a
+crop does, and without the image in the call the error says to use the input-set form.
+
+The kernels of the image path are unchanged: an image node without companions whose inputs the
+build knows to be images (or generic) still runs in chains, sample by sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from augkit.errors import AugkitError
+from augkit.kinds import Kind
+from augkit.operators.base import SampleOperator, finish
+from augkit.operators.registry import InputSpec
+from augkit.random import sample_streams
+from augkit.tensors import TensorList
+
+TARGET_KINDS = ("mask", "boxes", "keypoints", "vertices", "polygons", "labels")
+"""The kinds a geometric operator moves besides images."""
+
+_PIXEL_KINDS = ("image", "generic")
+
+
+def movable(image: InputSpec, kinds: Sequence[str] = TARGET_KINDS) -> InputSpec:
+    """What a geometric operator accepts: an image as ``image`` says (its kinds, numbers of
+    dimensions and layouts), or a target of ``kinds`` (labels of 1 or more dimensions, the
+    others of 2 or more)."""
+    hints = {k: v for k, v in image.hints.items() if k not in kinds}
+    return InputSpec(
+        f"{image.what}, or {', '.join(kinds)} to move with it",
+        kinds=(*(image.kinds or ("image",)), *kinds),
+        ndims=image.ndims,
+        min_ndim=image.min_ndim,
+        layouts=image.layouts,
+        hints=hints,
+        min_ndims={k: 1 if k == "labels" else 2 for k in kinds},
+    )
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """The per-sample transform of a geometric operator (see the module docstring).
+
+    Attributes:
+        matrix: 3×3, continuous input (x, y, 1) -> output (x, y, w) (divide by w: a
+            perspective warp; the last row is (0, 0, 1) for every affine operator).
+        in_size: the input's (width, height).
+        out_size: the output's (width, height).
+    """
+
+    matrix: np.ndarray
+    in_size: tuple[int, int]
+    out_size: tuple[int, int]
+
+    @staticmethod
+    def affine(matrix: Any, in_size: tuple[int, int], out_size: tuple[int, int]) -> Geometry:
+        """From a 2×3 (or 3×3) input -> output matrix."""
+        m = np.eye(3)
+        a = np.asarray(matrix, np.float64)
+        m[: a.shape[0], :3] = a[:, :3]
+        return Geometry(m, (int(in_size[0]), int(in_size[1])), (int(out_size[0]), int(out_size[1])))
+
+    @staticmethod
+    def inverse_of(
+        dst_to_src: Any, in_size: tuple[int, int], out_size: tuple[int, int]
+    ) -> Geometry:
+        """From a destination -> source matrix (what warp kernels sample with)."""
+        m = np.eye(3)
+        a = np.asarray(dst_to_src, np.float64)
+        m[: a.shape[0], :3] = a[:, :3]
+        return Geometry.affine(np.linalg.inv(m), in_size, out_size)
+
+    @staticmethod
+    def scale_translate(
+        sx: float,
+        sy: float,
+        tx: float,
+        ty: float,
+        in_size: tuple[int, int],
+        out_size: tuple[int, int],
+    ) -> Geometry:
+        """x' = sx * x + tx, y' = sy * y + ty (crops, flips, pads, resizes)."""
+        return Geometry.affine([[sx, 0.0, tx], [0.0, sy, ty]], in_size, out_size)
+
+    def then(self, other: Geometry) -> Geometry:
+        """This transform followed by ``other`` (whose input is this one's output)."""
+        return Geometry(other.matrix @ self.matrix, self.in_size, other.out_size)
+
+    @property
+    def separable(self) -> bool:
+        """x' depends on x only and y' on y only (no rotation, shear or perspective)."""
+        m = self.matrix
+        return m[0, 1] == 0 and m[1, 0] == 0 and m[2, 0] == 0 and m[2, 1] == 0
+
+
+def image_size(shape: Sequence[int], layout: str) -> tuple[int, int]:
+    """(width, height) of a sample of ``shape`` with ``layout`` ("" : HW or HWC)."""
+    if layout and "H" in layout and "W" in layout:
+        return int(shape[layout.index("W")]), int(shape[layout.index("H")])
+    return int(shape[1]), int(shape[0])
+
+
+# --- moving each kind ------------------------------------------------------------------------
+def move_points(points: np.ndarray, geometry: Geometry, relative: bool) -> np.ndarray:
+    """(N, 2) (x, y) points through ``geometry`` (relative: fractions of the sizes)."""
+    p = np.asarray(points, np.float64).reshape(-1, 2)
+    if relative:
+        p = p * geometry.in_size
+    h = np.concatenate([p, np.ones((len(p), 1))], axis=1) @ geometry.matrix.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = h[:, :2] / h[:, 2:3]
+    if relative:
+        out = out / geometry.out_size
+    return out
+
+
+def move_boxes(boxes: np.ndarray, kind: Kind, geometry: Geometry) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes through ``geometry``: (the kept boxes, in the input's format and dtype; a bool
+    mask of the boxes kept). See the module docstring for the rule."""
+    b = np.asarray(boxes, np.float64)
+    if b.ndim != 2 or b.shape[1] != 4:
+        raise ValueError(f"boxes must be N×4 (one row per box), got shape {tuple(np.shape(boxes))}")
+    if kind.box_format == "xywh":
+        b = np.concatenate([b[:, :2], b[:, :2] + b[:, 2:]], axis=1)
+    if kind.relative:
+        b = b * np.tile(geometry.in_size, 2)
+    left, top, right, bottom = b.T
+    corners = np.stack(
+        [
+            np.stack([left, top], 1),
+            np.stack([right, top], 1),
+            np.stack([left, bottom], 1),
+            np.stack([right, bottom], 1),
+        ],
+        axis=1,
+    ).reshape(-1, 2)
+    moved = move_points(corners, geometry, relative=False).reshape(-1, 4, 2)
+    width, height = geometry.out_size
+    lo = np.clip(moved.min(axis=1), 0, [width, height])
+    hi = np.clip(moved.max(axis=1), 0, [width, height])
+    keep = (hi[:, 0] > lo[:, 0]) & (hi[:, 1] > lo[:, 1])
+    out = np.concatenate([lo, hi], axis=1)[keep]
+    if kind.relative:
+        out = out / np.tile(geometry.out_size, 2)
+    if kind.box_format == "xywh":
+        out = np.concatenate([out[:, :2], out[:, 2:] - out[:, :2]], axis=1)
+    dtype = boxes.dtype if np.issubdtype(boxes.dtype, np.floating) else np.float32
+    return out.astype(dtype), keep
+
+
+def warp_mask(mask: np.ndarray, layout: str, geometry: Geometry) -> np.ndarray:
+    """A label map through ``geometry`` by the nearest neighbour (class 0 outside)."""
+    hw = mask if mask.ndim == 2 else None
+    if hw is None:
+        if mask.ndim != 3:
+            raise ValueError(
+                f"a mask must be H×W or H×W×C (a label map), got shape {tuple(mask.shape)}"
+            )
+        hw = mask if not layout or layout == "HWC" else None
+        if hw is None:
+            raise ValueError(f'a mask must have layout "HW" or "HWC", got "{layout}"')
+    height_in, width_in = mask.shape[:2]
+    width, height = geometry.out_size
+    inverse = np.linalg.inv(geometry.matrix)
+    fill = np.zeros((), mask.dtype)
+    if geometry.separable:
+        xs = np.floor((np.arange(width) + 0.5) * inverse[0, 0] + inverse[0, 2]).astype(np.int64)
+        ys = np.floor((np.arange(height) + 0.5) * inverse[1, 1] + inverse[1, 2]).astype(np.int64)
+        vx = (xs >= 0) & (xs < width_in)
+        vy = (ys >= 0) & (ys < height_in)
+        out = np.full((height, width, *mask.shape[2:]), fill, mask.dtype)
+        if vx.any() and vy.any():
+            rows = mask[ys[vy]]
+            out[np.ix_(np.flatnonzero(vy), np.flatnonzero(vx))] = rows[:, xs[vx]]
+        return out
+    gx, gy = np.meshgrid(np.arange(width) + 0.5, np.arange(height) + 0.5)
+    h = inverse @ np.stack([gx.ravel(), gy.ravel(), np.ones(gx.size)])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sx = np.floor(h[0] / h[2])
+        sy = np.floor(h[1] / h[2])
+    valid = (sx >= 0) & (sx < width_in) & (sy >= 0) & (sy < height_in)
+    out = np.full((height * width, *mask.shape[2:]), fill, mask.dtype)
+    out[valid] = mask[sy[valid].astype(np.int64), sx[valid].astype(np.int64)]
+    return out.reshape(height, width, *mask.shape[2:])
+
+
+# --- the operator side -----------------------------------------------------------------------
+class MovesTargets(SampleOperator):
+    """A geometric operator that moves masks, boxes, keypoints, polygons and labels with its
+    images (see the module docstring). Subclasses write ``geometry``; put this class first
+    among the bases (``class Flip(MovesTargets, ImageOperator)``)."""
+
+    def geometry(
+        self,
+        shape: Sequence[int],
+        layout: str,
+        args: dict[str, Any],
+        rng: Any,
+        extra: Sequence[Any] = (),
+    ) -> Geometry:
+        """The transform of sample ``i``'s image of ``shape`` (see the module docstring);
+        ``extra``: the sample's other positional inputs (slice's anchor and shape,
+        warp_affine's matrix), as the image kernel gets them."""
+        raise NotImplementedError
+
+    def geometry_needs_size(self) -> bool:
+        """Whether the transform of relative coordinates depends on the image's size (a flip
+        does not; a crop, a resize of absolute boxes or a rotation does). Default: it does."""
+        return True
+
+    def chainable(self) -> bool:
+        """Chains run the image kernel sample by sample: only for a node without companions
+        whose input the build knows to be an image (or generic), and whose ``run`` is this
+        class's."""
+        if self.companions or any(k not in _PIXEL_KINDS for k in self.input_kinds[:1]):
+            return False
+        return self.device == "cpu" and type(self).run is MovesTargets.run
+
+    def run(
+        self, ctx: Any, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList]:
+        own = list(inputs[: len(inputs) - self.companions])
+        companions = list(inputs[len(own) :])
+        kind = own[0].kind if own else None
+        if kind is None or kind.name in _PIXEL_KINDS:
+            return SampleOperator.run(self, ctx, own, arg_inputs)
+        if self.device != "cpu":
+            raise self.fail(
+                f"moves {kind.name} on the CPU only; give it CPU data (device='cpu')", None, own
+            )
+        return self._move(ctx, kind, own, companions, arg_inputs)
+
+    # The target path ---------------------------------------------------------------------
+    def _move(
+        self,
+        ctx: Any,
+        kind: Kind,
+        own: list[TensorList],
+        companions: list[TensorList],
+        arg_inputs: dict[str, TensorList],
+    ) -> list[TensorList]:
+        data = own[0]
+        n = len(data)
+        reference = _reference(companions) if kind.name != "mask" else data
+        if kind.name == "mask" and (ref := _reference(companions)) is not None:
+            _check_mask_sizes(self, data, ref)
+        boxes = _first(companions, "boxes")
+        if kind.name == "labels":
+            if not companions:
+                raise self.fail(
+                    "got labels alone; labels travel with their boxes: give them in one call "
+                    f"with the images and boxes (fn.{self.schema.name}([images, boxes, "
+                    "labels], ...))",
+                    None,
+                    own,
+                )
+            if boxes is None:
+                return [data] * self.num_outputs
+        if kind.name == "polygons":
+            return [data] * self.num_outputs
+        if reference is None and (self.geometry_needs_size() or not _relative(kind)):
+            raise self.fail(
+                f"cannot move {kind} without the image they belong to (the transform depends "
+                f"on its size): give both in one call, fn.{self.schema.name}([images, "
+                f"{kind.name}], ...), DALI's multiple input sets",
+                None,
+                own,
+            )
+        streams = sample_streams(self.stream_key, ctx.iteration, n) if self.random else None
+        base_inputs = [reference, *own[1:]] if reference is not None else own
+        per_batch = self.batch_args(base_inputs) if n else {}
+
+        def one(i: int) -> Any:
+            args = self.sample_args(arg_inputs, i)
+            if per_batch:
+                args = {**args, **per_batch}
+            rng = streams.generator(i) if streams is not None else None
+            try:
+                if reference is not None:
+                    shape = reference._samples[i].shape
+                    layout = reference.layout()
+                    for k, batch in enumerate(base_inputs):
+                        self.check_input(k, batch._samples[i], batch.layout())
+                else:  # relative coordinates, a transform that does not depend on the size
+                    shape, layout = (1, 1), "HW"
+                extra = tuple(batch._samples[i] for batch in own[1:])
+                geo = self.geometry(shape, layout, args, rng, extra)
+                sample = data._samples[i]
+                if kind.name == "mask":
+                    return warp_mask(np.asarray(sample), data.layout(), geo)
+                if kind.name == "boxes":
+                    return move_boxes(np.asarray(sample), kind, geo)[0]
+                if kind.name == "labels":
+                    _, keep = move_boxes(np.asarray(boxes._samples[i]), boxes.kind, geo)
+                    labels = np.asarray(sample)
+                    if len(labels) != len(keep):
+                        raise ValueError(
+                            f"{len(labels)} labels for {len(keep)} boxes: labels that travel "
+                            f"with boxes need one label per box"
+                        )
+                    return labels[keep]
+                points = np.asarray(sample)
+                moved = move_points(points, geo, _relative(kind))
+                dtype = points.dtype if np.issubdtype(points.dtype, np.floating) else np.float32
+                return moved.reshape(points.shape).astype(dtype)
+            except AugkitError:
+                raise
+            except Exception as exc:
+                raise self.fail(f"{type(exc).__name__}: {exc}", i, own) from exc
+
+        results = ctx.map(one, n)
+        out = TensorList([finish(r) for r in results], data.layout(), data._source_info)
+        return [out] * self.num_outputs
+
+
+def _relative(kind: Kind) -> bool:
+    return bool(kind.relative)
+
+
+def _reference(companions: Sequence[TensorList]) -> TensorList | None:
+    """The image a target belongs to, among the call's other input sets."""
+    for wanted in ("image", "mask"):
+        found = _first(companions, wanted)
+        if found is not None:
+            return found
+    for batch in companions:
+        if batch.kind.is_generic and len(batch) and np.ndim(batch._samples[0]) >= 2:
+            return batch
+    return None
+
+
+def _first(batches: Sequence[TensorList], kind: str) -> TensorList | None:
+    return next((b for b in batches if b.kind.name == kind), None)
+
+
+def _check_mask_sizes(impl: MovesTargets, masks: TensorList, images: TensorList) -> None:
+    for i in range(len(masks)):
+        m = image_size(
+            masks._samples[i].shape, masks.layout() if masks._samples[i].ndim == 3 else "HW"
+        )
+        im = image_size(images._samples[i].shape, images.layout())
+        if m != im:
+            raise impl.fail(
+                f"the mask is {m[0]}×{m[1]} (width×height) but its image is {im[0]}×{im[1]}; a "
+                f"mask must have its image's size to move with it (resize masks with "
+                f"interp_type=types.INTERP_NN first)",
+                i,
+                [masks],
+            )
