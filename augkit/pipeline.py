@@ -49,6 +49,7 @@ from augkit.debug import DebugRunner, end_at_user_frame
 from augkit.errors import ArgumentError, AugkitError, GraphError, SkippedSample, report_skips
 from augkit.executor import collect
 from augkit.graph import DataNode, OperatorNode, tracing
+from augkit.operators.readers.pairing import check_pairing
 from augkit.random import resolve_seed
 from augkit.runners import GraphRunner, PrefetchRunner
 from augkit.tensors import TensorList
@@ -275,6 +276,9 @@ class Pipeline:
                 engine, self._outputs, nodes, self._trace, self._seed, self._batch_size, **extra
             )
         self._engine = engine
+        if self._runner.readers_known:
+            # Two readers of aligned files (images and masks) whose orders could differ.
+            check_pairing(self._runner.readers())
 
     def _adopt(self, definition: Callable[[], Any], where: str) -> None:
         """Make ``definition`` (a ``pipeline_def`` function) this pipeline's. A debug pipeline

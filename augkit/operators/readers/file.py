@@ -198,7 +198,30 @@ class FileReader(Reader):
     def open(self) -> list[str]:
         names, self._paths, labels = self._list_files()
         self._labels = [finish(np.array([label], np.int32)) for label in labels]
+        a = self.args
+        # Labels are class folders' positions only when file_root alone lists the files.
+        folders = a["files"] is None and a["file_list"] is None
+        self._class_names = (
+            {label: name.split("/", 1)[0] for name, label in zip(names, labels, strict=True)}
+            if folders
+            else {}
+        )
         return names
+
+    def class_names(self) -> dict[int, str]:
+        """Label -> class folder name, when ``file_root`` alone gives the labels (the sorted
+        subfolders' positions); ``{}`` for ``files`` and ``file_list``, whose labels are the
+        user's numbers. What ``Pipeline.class_names()`` collects for the viewer's titles.
+
+        Example:
+            >>> from augkit.operators.registry import REGISTRY
+            >>> schema = REGISTRY["readers.file"]
+            >>> args = {**schema.defaults(), "file_root": "data/images"}
+            >>> reader = FileReader(schema, args, "reader", 0, "cpu", 0)
+            >>> reader.class_names()[0]
+            'animals'
+        """
+        return dict(self._class_names)
 
     def load(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         return finish(np.fromfile(self._paths[index], dtype=np.uint8)), self._labels[index]
