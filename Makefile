@@ -74,6 +74,7 @@ dali-venv: venv
 # some of them); then the table of closeness, docs/dali_parity.md.
 dali-reference: dali-venv
 	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/dali_parity/generate.py $(FAMILIES)
+	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/dali_parity/coco_reference.py
 
 dali-parity: venv
 	$(BIN)/python -m tests.dali_parity.report

@@ -115,6 +115,12 @@ def keypoints(relative: bool = True) -> Kind:
     return Kind("keypoints", relative=relative)
 
 
+def vertices(relative: bool = False) -> Kind:
+    """The kind of polygon vertices (x, y), relative (``readers.coco(ratio=True)``) or
+    absolute; ``VERTICES`` says neither (a user's data: moved as absolute pixels)."""
+    return Kind("vertices", relative=relative)
+
+
 def parse(value: Any) -> Kind:
     """A ``Kind`` from a ``Kind`` or its name ("image", "boxes", ...; boxes and keypoints by
     name are DALI's defaults: relative, ltrb).
