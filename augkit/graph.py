@@ -266,6 +266,7 @@ class OperatorNode:
         inputs: list[DataNode],
         record: bool = True,
         companions: int = 0,
+        seed_group: int | None = None,
     ) -> None:
         self.id = next(_ids)
         # How many trailing inputs are the first inputs of the call's other input sets (an
@@ -273,7 +274,7 @@ class OperatorNode:
         self.companions = companions
         # The node whose ordinal gives this node's seed: itself, or the first node of the same
         # multiple-input-set call (those share one seed, as in DALI).
-        self.seed_group = self.id
+        self.seed_group = self.id if seed_group is None else seed_group
         self.schema = schema
         self.device = device
         self.args = args
@@ -391,10 +392,14 @@ class Operator:
         sets = _input_sets(schema, inputs)
         given = frozenset(self._given | _given(kwargs))
         try:
-            results = [
-                self._node(args, arg_nodes, list(one), given, _companions(schema, sets, k))
-                for k, one in enumerate(sets)
-            ]
+            results: list[list[DataNode]] = []
+            for k, one in enumerate(sets):
+                # One seed for the call's nodes, known as each is made (debug mode runs it).
+                group = results[0][0].source.id if results and results[0] else None
+                companions = _companions(schema, sets, k)
+                results.append(
+                    self._node(_set_name(args, k), arg_nodes, list(one), given, companions, group)
+                )
         except AugkitError as exc:
             if _session() is None:
                 raise
@@ -402,9 +407,6 @@ class Operator:
             # traceback ends at the user's line (a user function's own traceback stays in
             # __cause__).
             raise exc.with_traceback(None) from exc.__cause__
-        for outputs in results[1:]:
-            if outputs:
-                outputs[0].source.seed_group = results[0][0].source.id
         if len(sets) == 1 and not any(isinstance(x, list) for x in inputs):
             as_list = schema.outputs_as_list is not None and schema.outputs_as_list(args)
             return list(results[0]) if as_list else _unpack(results[0])
@@ -419,6 +421,7 @@ class Operator:
         inputs: list[DataNode],
         given: frozenset[str] = frozenset(),
         companions: Sequence[Any] = (),
+        seed_group: int | None = None,
     ) -> list[DataNode]:
         schema = self.schema
         inputs = [*inputs, *companions]
@@ -439,7 +442,13 @@ class Operator:
             if self._device == "gpu" and node.device == "cpu":
                 inputs[k] = node.gpu()
         node = OperatorNode(
-            schema, self._device, args, arg_nodes, inputs, companions=len(companions)
+            schema,
+            self._device,
+            args,
+            arg_nodes,
+            inputs,
+            companions=len(companions),
+            seed_group=seed_group,
         )
         node.given = given
         return node.outputs
@@ -499,6 +508,14 @@ def _input_sets(schema: OperatorSchema, inputs: tuple[Any, ...]) -> list[list[An
         )
     count = lengths.pop()
     return [[x[i] if isinstance(x, list) else x for x in inputs] for i in range(count)]
+
+
+def _set_name(args: dict[str, Any], k: int) -> dict[str, Any]:
+    """The arguments of input set ``k``'s node: a ``name=`` the user gave is the first set's;
+    the others are ``name#k`` (node names are unique: ``pipe.nodes()``, ``value(name)``)."""
+    if k == 0 or not args.get("name"):
+        return args
+    return {**args, "name": f"{args['name']}#{k}"}
 
 
 def _companions(schema: OperatorSchema, sets: list[list[Any]], k: int) -> list[Any]:

@@ -184,7 +184,9 @@ class GraphRunner:
             missing = [name for name in changed if name not in by_name]
             if missing:
                 raise GraphError(f"no operator named {missing} in this pipeline")
-            only = executor.downstream({by_name[name].id for name in changed})
+            only = executor.downstream(
+                {m.id for name in changed for m in _call_of(by_name[name], executor.nodes)}
+            )
             # What the rerun reads from outside itself (what it recomputes, it need not have).
             reads = {
                 d
@@ -222,7 +224,14 @@ class GraphRunner:
             )
             raise GraphError(f"{name} is {what}")
         self.rewind()
-        self.executor.set_arguments(node, values)
+        # The nodes of one call with several input sets (images, masks, boxes) change together.
+        for member in _call_of(node, self.executor.nodes):
+            self.executor.set_arguments(member, values)
+
+
+def _call_of(node: OperatorNode, nodes: Sequence[OperatorNode]) -> list[OperatorNode]:
+    """``node`` and the other nodes of its call (DALI's multiple input sets: one seed group)."""
+    return [n for n in nodes if n.seed_group == node.seed_group] or [node]
 
 
 def _source_named(name: str, producers: dict[str, Any]) -> Any:

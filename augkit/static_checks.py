@@ -43,11 +43,24 @@ def check_inputs(node: OperatorNode, inputs: Sequence[OutputSpec | None]) -> Non
             kinds).
     """
     accepts: Sequence[InputSpec | None] = node.schema.accepts or ()
-    for k, (spec, given) in enumerate(zip(accepts, inputs, strict=False)):
+    own = inputs[: len(inputs) - node.companions]  # not the other input sets' inputs
+    for k, (spec, given) in enumerate(zip(accepts, own, strict=False)):
         if spec is None or given is None:
             continue
         if spec.refuses_kind(given) or spec.refuses_shape(given):
             raise GraphError(_message(node, k, spec, given))
+        if (
+            k == 0
+            and given.kind.name == "labels"
+            and node.schema.moves_targets
+            and not node.companions
+        ):
+            raise GraphError(
+                f"{node.name} (fn.{node.schema.name}): input 0 ({node.inputs[0].name}) is "
+                f"labels (kind labels), which have nothing to move by themselves; labels "
+                f"travel with their boxes: give them in one call with the images and "
+                f"boxes, fn.{node.schema.name}([images, boxes, labels], ...)"
+            )
 
 
 def check_kinds(nodes: Sequence[OperatorNode]) -> Specs:

@@ -75,19 +75,22 @@ def run_operator(
     batch: int = 6,
     seed: int = 0,
     debug: bool = False,
+    inputs: Callable[[Any], tuple] = lambda fn: (),
 ) -> tuple[list[dict[str, np.ndarray]], list[dict[str, np.ndarray]]]:
     """One batch of scenes through ``fn.<name>([image, mask, boxes, boxes_abs, keypoints,
-    labels], **arguments(fn))``: (the scenes, the outputs per sample)."""
+    labels], *inputs(fn), **arguments(fn))``: (the scenes, the outputs per sample);
+    ``inputs``: positional inputs after the data (slice's anchor and shape, a matrix)."""
     rng = np.random.default_rng(seed)
     scenes = [scene(seed * batch + i, rng) for i in range(batch)]
     operator = fn
     for part in name.split("."):
         operator = getattr(operator, part)
+
     def define() -> Any:
         images = fn.external_source(
             source=lambda: [s["image"] for s in scenes], batch=True, layout="HWC"
         )
-        inputs = [
+        sets = [
             images,
             _source([s["mask"] for s in scenes], "mask", "HWC"),
             _source([s["boxes"] for s in scenes], kinds.boxes("ltrb", relative=True)),
@@ -95,7 +98,7 @@ def run_operator(
             _source([s["keypoints"] for s in scenes], kinds.keypoints(relative=True)),
             _source([s["labels"] for s in scenes], "labels"),
         ]
-        return tuple(operator(inputs, **arguments(fn)))
+        return tuple(operator(sets, *inputs(fn), **arguments(fn)))
 
     pipe = pipeline_def(define, batch_size=batch, num_threads=2, device_id=None, seed=seed)(
         debug=debug
@@ -177,11 +180,12 @@ def check_operator(
     seeds: range = range(3),
     tol: float = 1.0,
     debug: bool = False,
+    inputs: Callable[[Any], tuple] = lambda fn: (),
 ) -> None:
     """Assert that every sample of a few random batches agrees (``check_agreement``)."""
     problems = []
     for seed in seeds:
-        _, results = run_operator(name, arguments, seed=seed, debug=debug)
+        _, results = run_operator(name, arguments, seed=seed, debug=debug, inputs=inputs)
         for i, sample in enumerate(results):
             problem = check_agreement(sample, tol)
             if problem:

@@ -293,7 +293,7 @@ WRONG_KINDS = {
     ),
     "crop_mirror_normalize of labels": (
         lambda: fn.crop_mirror_normalize(_reader()[1]),
-        ["fn.crop_mirror_normalize", "labels of shape (1,)", "channel axis"],
+        ["fn.crop_mirror_normalize", "kind labels", "travel with their boxes"],
     ),
     "flip of encoded bytes": (
         lambda: fn.flip(_reader()[0]),

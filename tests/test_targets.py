@@ -19,9 +19,7 @@ def _typed(samples, kind, layout=None):
 
 
 def _run(define, batch=2, **kwargs):
-    pipe = pipeline_def(define, batch_size=batch, num_threads=1, device_id=None, seed=5)(
-        **kwargs
-    )
+    pipe = pipeline_def(define, batch_size=batch, num_threads=1, device_id=None, seed=5)(**kwargs)
     try:
         return pipe.run()
     finally:
@@ -129,8 +127,10 @@ def test_labels_alone_are_refused_with_what_to_do():
     def define():
         return fn.flip(_typed([np.array([1], np.int32)] * 2, "labels"))
 
-    with pytest.raises(OperatorError, match="labels travel with their boxes"):
-        _run(define)
+    with pytest.raises(GraphError, match="labels travel with their boxes"):
+        _run(define)  # at build
+    with pytest.raises(GraphError, match="labels travel with their boxes"):
+        _run(define, debug=True)  # as the node is made
 
 
 def test_a_mask_of_another_size_than_its_image_is_refused_and_the_pipeline_stays_usable():

@@ -17,6 +17,16 @@ DALI's order and arithmetic (``crop_mirror_normalize.h``, the slice-flip-normali
 6. The axes are permuted to ``output_layout`` (default "CHW": an HWC image comes out CHW; ""
    keeps the input layout). dtype defaults to FLOAT, whatever the input type.
 
+Targets (``fn.crop_mirror_normalize([images, masks, boxes, labels], crop=..., mirror=...)``,
+``geometric/targets.py``): masks, boxes and keypoints get the image's window (``window``: the
+same cached ``crop_window`` + ``fit_window``) and its mirror, and nothing else: a mask is cut
+and mirrored bit for bit as the image is (class 0 outside the image with policy "pad",
+whatever ``fill_values`` is), never normalized, converted, channel-padded or transposed: it
+keeps its dtype and its own layout (HWC or HW, also when the images come out CHW: a label map
+stays a label map, and ``output_layout`` applies to images only). Boxes are clipped to the
+window and dropped with their labels when nothing of them is left; keypoints are moved and
+never dropped.
+
 The tutorial's ``ops.CropMirrorNormalize(std=255., mean=0.)`` on uint8 HWC images therefore gives
 float32 CHW images in [0, 1] with layout "CHW".
 
@@ -51,9 +61,11 @@ from augkit.operators.geometric.crop import (
     cut_window,
     fill_array,
     fit_window,
+    window_geometry,
 )
 from augkit.operators.geometric.flip import to_flag
-from augkit.operators.layouts import IMAGE_WITH_CHANNELS, ImageOperator
+from augkit.operators.geometric.targets import TARGET_KINDS, Geometry, MovesTargets, movable
+from augkit.operators.layouts import IMAGE_WITH_CHANNELS, ImageOperator, image_layout
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
@@ -149,10 +161,40 @@ def _output_layout(value: Any) -> str:
     return layout
 
 
-class CropMirrorNormalize(ImageOperator):
-    """One sample: window, normalize + convert, fill, mirror, channel padding, transpose."""
+class CropMirrorNormalize(MovesTargets, ImageOperator):
+    """One sample: window, normalize + convert, fill, mirror, channel padding, transpose (and
+    masks, boxes and keypoints: the window and the mirror, ``targets.py``)."""
 
     need_channel = True
+    moving = ""
+    """The kind this node moves ("mask": its batch's layout needs no channel axis; a node's
+    inputs keep their kind, so this never changes once set)."""
+
+    def _move(
+        self,
+        ctx: Any,
+        kind: Any,
+        own: list[TensorList],
+        companions: list[TensorList],
+        arg_inputs: dict[str, TensorList],
+    ) -> list[TensorList]:
+        self.moving = kind.name
+        return super()._move(ctx, kind, own, companions, arg_inputs)
+
+    def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
+        if self.moving == "mask":  # an H×W label map has no channel axis
+            batch = inputs[0]
+            return {"layout": image_layout(batch.layout(), batch._samples[0].ndim)}
+        return super().batch_args(inputs)
+
+    def geometry(
+        self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()
+    ) -> Geometry:
+        layout = args["layout"]
+        anchor, size = self.window(
+            tuple(shape), layout, args, args["rounding"], args["out_of_bounds_policy"]
+        )
+        return window_geometry(shape, layout, anchor, size, mirror=bool(args["mirror"]))
 
     def setup(self) -> None:
         args = self.args
@@ -419,8 +461,10 @@ class CropMirrorNormalize(ImageOperator):
 
 def _output_kinds(args: dict[str, Any], inputs: Sequence[OutputSpec | None]) -> list[Any]:
     """Images with the input's number of dimensions and ``output_layout`` (when the input's
-    layout is known)."""
+    layout is known); masks, boxes, keypoints... keep their kind, dimensions and layout."""
     spec = inputs[0] if inputs else None
+    if spec is not None and spec.kind.name in TARGET_KINDS:
+        return [spec]
     if spec is None or spec.ndim is None:
         return [OutputSpec(kind=IMAGE, what="normalized images")]
     layout = args.get("output_layout") or spec.layout
@@ -439,7 +483,7 @@ register(
         name="crop_mirror_normalize",
         class_name="CropMirrorNormalize",
         impl=CropMirrorNormalize,
-        accepts=[IMAGE_WITH_CHANNELS],
+        accepts=[movable(IMAGE_WITH_CHANNELS)],
         output_kinds=_output_kinds,
         devices=("cpu", "gpu"),
         doc=(
@@ -453,10 +497,14 @@ register(
             "may be per sample, as may ``mirror`` and the crop arguments. The input needs a C "
             "axis (HWC, CHW, DHWC, FHWC, ...; no layout: HWC). E.g. the tutorial's "
             "``ops.CropMirrorNormalize(std=255., mean=0.)`` turns uint8 HWC images into float32 "
-            "CHW images in [0, 1]. Differences from DALI: std and scale of 0 are refused (DALI "
-            "produces inf/NaN); any input and output dtype is accepted (DALI: FLOAT, FLOAT16, "
-            "UINT8, INT8 outputs); on the GPU integer outputs round halves away from zero as on "
-            "the CPU (DALI's GPU rounds them to even)."
+            "CHW images in [0, 1]. Moves masks, boxes, keypoints and labels with the images when "
+            "given with them as input sets (``fn.crop_mirror_normalize([images, masks, boxes, "
+            "labels], ...)``): masks are cropped and mirrored, never normalized, and keep their "
+            "dtype and layout; boxes are clipped and dropped with their labels when nothing of "
+            "them is left in the window. Differences from DALI: std and scale of 0 are refused "
+            "(DALI produces inf/NaN); any input and output dtype is accepted (DALI: FLOAT, "
+            "FLOAT16, UINT8, INT8 outputs); on the GPU integer outputs round halves away from "
+            "zero as on the CPU (DALI's GPU rounds them to even)."
         ),
         args=[
             *CROP_ARGS,

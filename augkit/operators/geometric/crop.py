@@ -23,6 +23,15 @@ Traps:
   or "HWC" (3-D), as DALI does.
 - Fill values are cast to the output type by truncation (then clamped), as DALI's slice kernel
   ``static_cast``s them; they are never normalized.
+
+Targets (``fn.crop([images, masks, boxes, labels], ...)``, ``geometric/targets.py``): the
+window is the image's (``crop_window`` + ``fit_window`` on the image's shape and arguments,
+one computation), so a mask is cut exactly as the image kernel cuts it (bit for bit), except
+that pixels outside the image (policy "pad") are class 0 whatever ``fill_values`` is, and the
+mask keeps its dtype (``dtype`` converts images only). Boxes are shifted and clipped to the
+window; a box left with no area in it is dropped, with its label. Keypoints are shifted and
+never dropped. A window that leaves the image with policy "error" fails for the targets as for
+the image.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import numpy as np
 
 from augkit import backend
 from augkit.operators.color.cast import convert_sat, round_half_away
+from augkit.operators.geometric.targets import Geometry, MovesTargets, movable
 from augkit.operators.layouts import ANY_IMAGE, ImageOperator
 from augkit.operators.registry import (
     Arg,
@@ -147,6 +157,38 @@ def fit_window(
     return tuple(anchor), tuple(size)
 
 
+def window_geometry(
+    shape: Sequence[int],
+    layout: str,
+    anchor: Sequence[int],
+    size: Sequence[int],
+    mirror: bool = False,
+) -> Geometry:
+    """The transform of a crop window ``anchor:anchor+size`` (per axis of a sample of ``shape``
+    with ``layout``; its H and W axes are used), mirrored left-right in the window when
+    ``mirror`` (crop_mirror_normalize).
+
+    Example:
+        >>> g = window_geometry((300, 301, 3), "HWC", (100, 101, 0), (100, 100, 3))
+        >>> g.matrix[:2].tolist(), g.out_size
+        ([[1.0, 0.0, -101.0], [0.0, 1.0, -100.0]], (100, 100))
+    """
+    h, w = _hw_axes(layout, len(shape))
+    sx, tx = (-1.0, anchor[w] + size[w]) if mirror else (1.0, -anchor[w])
+    return Geometry.scale_translate(
+        sx, 1.0, tx, -anchor[h], (shape[w], shape[h]), (size[w], size[h])
+    )
+
+
+def _hw_axes(layout: str, ndim: int) -> tuple[int, int]:
+    """The H and W axes of a sample with ``layout`` (no H/W: the first two axes)."""
+    if "H" in layout and "W" in layout:
+        return layout.index("H"), layout.index("W")
+    if ndim < 2:
+        raise ValueError(f"targets move with images of 2 or more dimensions, got {ndim}")
+    return 0, 1
+
+
 def fill_array(
     values: Sequence[float], shape: Sequence[int], layout: str, dtype: Any, xp: Any
 ) -> Any:
@@ -215,8 +257,17 @@ def cut_window(
 # --- fn.crop --------------------------------------------------------------------------------
 
 
-class Crop(ImageOperator):
-    """Cuts each sample's window (see ``crop_window``) and converts it to ``dtype``."""
+class Crop(MovesTargets, ImageOperator):
+    """Cuts each sample's window (see ``crop_window``) and converts it to ``dtype`` (and moves
+    masks, boxes and keypoints with it: ``targets.py``)."""
+
+    def geometry(
+        self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()
+    ) -> Geometry:
+        layout = args["layout"]
+        anchor, size = crop_window(shape, layout, crop_request(args), args["rounding"])
+        anchor, size = fit_window(args["out_of_bounds_policy"], shape, anchor, size, layout)
+        return window_geometry(shape, layout, anchor, size)
 
     def cpu(
         self,
@@ -308,7 +359,7 @@ register(
         name="crop",
         class_name="Crop",
         impl=Crop,
-        accepts=[ANY_IMAGE],
+        accepts=[movable(ANY_IMAGE)],
         output_kinds=keeps_kind,
         devices=("cpu", "gpu"),
         doc=(
@@ -324,7 +375,11 @@ register(
             "argument may be per sample (e.g. ``crop_pos_x=fn.random.uniform(range=(0, 1))``). "
             "Differences from DALI: the argument combinations are checked when the operator "
             "runs (DALI checks them when it is built), crop_pos_* outside [0, 1] is refused "
-            "even for an axis that is not cropped, and any output dtype is accepted."
+            "even for an axis that is not cropped, and any output dtype is accepted. Moves "
+            "masks, boxes, keypoints and labels with the images when given with them as input "
+            "sets (``fn.crop([images, masks, boxes, labels], ...)``): masks cut as the images "
+            "(class 0 outside), boxes clipped to the window and dropped with their labels "
+            "when none of them is left."
         ),
         args=[*CROP_ARGS, Arg("dtype", "output data type (default: the input's)", None, to_dtype)],
     )

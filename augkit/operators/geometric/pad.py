@@ -20,6 +20,16 @@ DALI's rules (``dali/operators/generic/pad.h``, checked against DALI 2.4):
 Known difference from DALI: a fill value outside the range of an integer type is clamped
 (300 -> 255 for uint8); DALI ``static_cast``s it, which wraps on x86 (300 -> 44).
 
+Targets (``fn.pad([images, masks, boxes, labels], axis_names="HW", align=32)``,
+``geometric/targets.py``): the padded size is the image's (``padded_shape`` on the image's
+shape and the image batch's largest extents), the data stays at the origin, so masks are
+padded with class 0 at the end, whatever ``fill_value`` is (bit for bit the image kernel's pad
+of the mask with ``fill_value=0``), absolute boxes and keypoints keep their coordinates and
+relative ones are rescaled to the larger image; nothing is dropped. Only with an image in the
+call: alone (or with other targets only, ``fn.pad([boxes, labels], fill_value=-1)``), boxes,
+labels, masks... are padded as tensors, as DALI pads them (every sample to the batch's largest
+number of boxes: DALI's idiom before batching boxes).
+
 Because the output of one sample depends on the others (the batch's largest extents), the
 operator never runs in a per-sample chain (``chainable`` is False); the kernel gets the batch's
 extents from ``batch_args``.
@@ -34,7 +44,8 @@ import numpy as np
 
 from augkit.operators.base import SampleOperator
 from augkit.operators.color.cast import convert_sat
-from augkit.operators.geometric.slice import to_axis_names, to_int_list
+from augkit.operators.geometric.slice import ANY_DATA, sample_layout, to_axis_names, to_int_list
+from augkit.operators.geometric.targets import Geometry, MovesTargets, image_size
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
@@ -119,8 +130,41 @@ def padded_shape(
     return tuple(out)
 
 
-class Pad(SampleOperator):
-    """Pads each sample at the end of its axes (``padded_shape``)."""
+class Pad(MovesTargets, SampleOperator):
+    """Pads each sample at the end of its axes (``padded_shape``), and with input sets moves
+    masks, boxes and keypoints with the images (``targets.py``)."""
+
+    def _move(
+        self,
+        ctx: Any,
+        kind: Any,
+        own: list[TensorList],
+        companions: list[TensorList],
+        arg_inputs: dict[str, TensorList],
+    ) -> list[TensorList]:
+        if not _with_image(kind, companions):  # a tensor, padded as DALI pads it
+            return SampleOperator.run(self, ctx, own, arg_inputs)
+        self.moving = kind.name
+        return super()._move(ctx, kind, own, companions, arg_inputs)
+
+    moving = ""
+    """The kind this node moves ("mask": the mask's own batch gives the layout, "HW"/"HWC"
+    when it has none; a node's inputs keep their kind, so this never changes once set)."""
+
+    def geometry(
+        self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()
+    ) -> Geometry:
+        layout, batch_max = args["layout"], args["batch_max"]
+        if len(shape) != len(batch_max):
+            raise ValueError(
+                f"all samples of a batch must have the same number of dimensions; this one has "
+                f"{len(shape)} (shape {tuple(shape)}), sample 0 has {len(batch_max)}"
+            )
+        dims = pad_axes(len(shape), layout, args["axes"], args["axis_names"])
+        out_shape = padded_shape(shape, batch_max, dims, args["shape"], args["align"])
+        return Geometry.scale_translate(
+            1.0, 1.0, 0.0, 0.0, image_size(shape, layout), image_size(out_shape, layout)
+        )
 
     def chainable(self) -> bool:
         return False  # a sample's output depends on the whole batch (its largest extents)
@@ -130,7 +174,10 @@ class Pad(SampleOperator):
         ndim = samples[0].ndim
         same = [s.shape for s in samples if s.ndim == ndim]
         batch_max = tuple(np.max(same, axis=0).tolist()) if ndim else ()
-        return {"layout": inputs[0].layout(), "batch_max": batch_max}
+        layout = inputs[0].layout()
+        if self.moving == "mask":
+            layout = sample_layout(layout, ndim)
+        return {"layout": layout, "batch_max": batch_max}
 
     def cpu(
         self,
@@ -163,6 +210,18 @@ class Pad(SampleOperator):
         return out
 
 
+def _with_image(kind: Any, companions: Sequence[TensorList]) -> bool:
+    """Whether targets of ``kind`` come with an image to be padded with (an image among the
+    call's other input sets, a mask for boxes and keypoints, or data of unknown kind of two
+    or more dimensions); else they are padded as tensors (``fn.pad([boxes, labels],
+    fill_value=-1)``)."""
+    wanted = ("image",) if kind.name == "mask" else ("image", "mask")
+    return any(
+        b.kind.name in wanted or (b.kind.is_generic and len(b) > 0 and np.ndim(b._samples[0]) >= 2)
+        for b in companions
+    )
+
+
 def _validate(given: dict[str, Any]) -> None:
     if given.get("axes") is not None and given.get("axis_names") is not None:
         raise ValueError('"axes" and "axis_names" are mutually exclusive')
@@ -173,6 +232,7 @@ register(
         name="pad",
         class_name="Pad",
         impl=Pad,
+        accepts=[ANY_DATA],
         output_kinds=keeps_kind,
         validate=_validate,
         doc=(
@@ -181,8 +241,12 @@ register(
             "of the batch, or to at least ``shape`` where it is given (positive), then up to a "
             "multiple of ``align``. A sample is never cut. Example: "
             "``fn.pad(images, axis_names='HW', align=32)`` makes every image of the batch the "
-            "same size, a multiple of 32. Difference from DALI: a fill value outside an "
-            "integer type's range is clamped (DALI wraps it)."
+            "same size, a multiple of 32. Moves masks, boxes, keypoints and labels with the "
+            "images when given with them as input sets (``fn.pad([images, masks, boxes, "
+            "labels], ...)``: masks padded with class 0 whatever ``fill_value`` is); without "
+            "an image, boxes and labels are padded as tensors (``fn.pad(boxes, "
+            "fill_value=-1)``: to the batch's largest number of boxes). Difference from DALI: "
+            "a fill value outside an integer type's range is clamped (DALI wraps it)."
         ),
         args=[
             Arg(

@@ -12,6 +12,14 @@ onto one canvas each), as DALI's ``Paste`` and ``MultiPaste``.
   ``min_canvas_size`` >= 0 are checked per sample. (DALI 2.4 crashes on an image whose channel
   count is not ``n_channels``; augkit raises.)
 
+Targets: ``fn.paste([images, masks, boxes, labels], ratio=..., fill_value=...)`` moves masks,
+boxes and keypoints with the images (``geometric/targets.py``), by the image's canvas and
+position (``paste_geometry``, one computation): masks go on a canvas of class 0 whatever
+``fill_value`` is (any integer mask type, not only uint8), boxes and keypoints are shifted and,
+relative ones, rescaled to the canvas; nothing is dropped. ``fn.multi_paste`` moves no
+targets (its regions come from several images): it refuses masks, boxes, keypoints... when
+the pipeline is built.
+
 ``fn.multi_paste`` (DALI's ``multipaste.h``):
 
 - With ``in_ids`` (one input): output sample ``i`` gets, in order, the regions of input samples
@@ -52,6 +60,7 @@ import numpy as np
 from augkit.operators.base import SampleOperator
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.geometric.crop import fill_canvas
+from augkit.operators.geometric.targets import TARGET_KINDS, Geometry, MovesTargets, movable
 from augkit.operators.layouts import GEOMETRIC, check_image
 from augkit.operators.registry import (
     REQUIRED,
@@ -115,8 +124,42 @@ def _trunc(value: Any) -> int:
     return int(value)
 
 
-class Paste(SampleOperator):
+class Paste(MovesTargets, SampleOperator):
+    """Pastes each image on its canvas (``paste_geometry``), and moves masks, boxes and
+    keypoints with it (``targets.py``)."""
+
+    def geometry(
+        self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()
+    ) -> Geometry:
+        h, w = int(shape[0]), int(shape[1])
+        out_h, out_w, y, x = paste_geometry(
+            h, w, args["ratio"], args["paste_x"], args["paste_y"], args["min_canvas_size"]
+        )
+        return Geometry.scale_translate(1.0, 1.0, x, y, (w, h), (out_w, out_h))
+
+    moving = ""
+    """The kind this node moves ("mask": the targets' path, where the mask itself is checked;
+    a node's inputs keep their kind, so this never changes once set)."""
+
+    def _move(
+        self,
+        ctx: Any,
+        kind: Any,
+        own: list[TensorList],
+        companions: list[TensorList],
+        arg_inputs: dict[str, TensorList],
+    ) -> list[TensorList]:
+        self.moving = kind.name
+        return super()._move(ctx, kind, own, companions, arg_inputs)
+
     def check_input(self, index: int, sample: Any, layout: str) -> None:
+        if self.moving == "mask":  # a label map (HW or HWC, any integer type)
+            if sample.ndim not in (2, 3) or 0 in sample.shape[:2]:
+                raise ValueError(
+                    f"paste moves masks of shape H×W or H×W×1, non-empty; got a sample of "
+                    f"shape {tuple(sample.shape)}"
+                )
+            return
         check_image("paste", sample, layout, ("HWC",), (np.dtype(np.uint8),))
         channels = self.args["n_channels"]
         if sample.shape[2] != channels:
@@ -170,12 +213,14 @@ register(
         impl=Paste,
         validate=_check_paste,
         accepts=[
-            InputSpec(
-                "a uint8 image with layout HWC",
-                kinds=("image",),
-                ndims=(3,),
-                layouts=("HWC",),
-                hints=GEOMETRIC,
+            movable(
+                InputSpec(
+                    "a uint8 image with layout HWC",
+                    kinds=("image",),
+                    ndims=(3,),
+                    layouts=("HWC",),
+                    hints=GEOMETRIC,
+                )
             )
         ],
         output_kinds=keeps_kind,
@@ -185,7 +230,9 @@ register(
             "filling the rest with ``fill_value``, as DALI's ``fn.paste`` (sizes and positions "
             "truncated). uint8 HWC images with ``n_channels`` channels. Example: "
             "``fn.paste(images, ratio=fn.random.uniform(range=(1, 2)), fill_value=(118, 185, 0))`` "
-            "(zoom-out augmentation)."
+            "(zoom-out augmentation). Moves masks, boxes, keypoints and labels with the images "
+            "when given with them as input sets (``fn.paste([images, masks, boxes, labels], "
+            "...)``: masks on a canvas of class 0 whatever ``fill_value`` is)."
         ),
         args=[
             Arg("ratio", "canvas size / image size (>= 1)", REQUIRED, to_float(), True),
@@ -212,6 +259,27 @@ register(
 # --- fn.multi_paste --------------------------------------------------------------------------
 
 _MP_TYPES = tuple(np.dtype(t) for t in (np.uint8, np.int16, np.int32, np.float32))
+
+# multi_paste's inputs: images (or tensors of unknown kind); masks, boxes... are refused at
+# build: its regions come from several images, no one transform moves them.
+_MP_NOT_MOVED = (
+    "multi_paste does not move {kind}: each output is pasted from regions of several images, "
+    "so no one transform takes the {kind} along (fn.paste, fn.crop, fn.slice... move them: "
+    "fn.paste([images, {kind}], ...)); paste a mask's regions as pixels by giving it as an "
+    "image: fn.python_function(masks, function=lambda m: m, kind='image')"
+)
+_MP_IMAGES = InputSpec(
+    "images with layout HWC (2-D data with channels)",
+    kinds=("image",),
+    hints={
+        **GEOMETRIC,
+        **{
+            k: _MP_NOT_MOVED.format(kind="masks" if k == "mask" else k)
+            for k in TARGET_KINDS
+            if k != "labels"
+        },
+    },
+)
 
 
 def _coords(kind: str) -> Any:
@@ -593,6 +661,7 @@ register(
         impl=MultiPaste,
         min_inputs=1,
         max_inputs=64,
+        accepts=[_MP_IMAGES] * 64,
         output_kinds=keeps_kind,
         doc=(
             "Pastes regions of images onto a canvas per output sample, as DALI's "
@@ -603,7 +672,8 @@ register(
             "sample); later regions overwrite earlier ones on a zero canvas of ``output_size`` "
             "(default: the inputs' common shape). ``dtype`` converts with saturation. Example "
             "(mosaic / cut-mix): ``fn.multi_paste(images, in_ids=ids, output_size=(256, 256), "
-            "shapes=shapes, out_anchors=anchors)``."
+            "shapes=shapes, out_anchors=anchors)``. Moves no masks, boxes or keypoints (each "
+            "output comes from several images): they are refused when the pipeline is built."
         ),
         args=[
             Arg("in_ids", "indices of the input samples to paste, per output", None, _ids, True),

@@ -31,6 +31,14 @@ Decisions and traps:
   distribution is DALI's. The fall-back with ``random_area`` > 1 is deterministic (the whole
   image when its aspect ratio is in range), which the parity case uses.
 - Layouts HWC and CHW; sequences (FHWC...) are not supported.
+
+Targets (``fn.random_resized_crop([images, masks, boxes, labels], size=224)``; targets.py):
+every node of the call has the same seed, and ``geometry`` calls ``resized_crop_window`` with
+the sample's generator exactly as the kernel does (one draw, the same window), then scales the
+window to ``size`` (``window_geometry``). Masks: nearest neighbour, values and dtype kept;
+boxes outside the window are dropped with their labels, the others clipped to it. Trap: in
+debug mode the input-set nodes run as they are made, before they share their seed (graph.py),
+so each draws its own window unless ``seed=`` is given (reported to the lead).
 """
 
 from __future__ import annotations
@@ -40,10 +48,11 @@ from typing import Any
 import numpy as np
 
 from augkit import types
-from augkit.operators.base import SampleOperator
 from augkit.operators.geometric import resize_torch
 from augkit.operators.geometric.crop_window import random_crop_window, to_range, to_ratio_range
 from augkit.operators.geometric.resize import _INPUT_TYPES, resize_hwc, use_opencv
+from augkit.operators.geometric.targets import Geometry, image_size, movable
+from augkit.operators.geometric.warp_affine import TargetChecks
 from augkit.operators.layouts import GEOMETRIC, check_image
 from augkit.operators.registry import (
     REQUIRED,
@@ -110,15 +119,34 @@ def resize_window(
     return resize_hwc(np.ascontiguousarray(image[y : y + h, x : x + w]), resize_args)
 
 
-class RandomResizedCrop(SampleOperator):
+def window_geometry(
+    window: tuple[int, int, int, int], size: tuple[int, int], in_size: tuple[int, int]
+) -> Geometry:
+    """The transform of resizing ``window`` (y, x, h, w) of an image of (width, height)
+    ``in_size`` to ``size`` (H, W): the window's corner goes to (0, 0), its far corner to
+    (W, H) (``mode="stretch"`` to a whole size: the scale is exact)."""
+    y, x, h, w = window
+    sx, sy = size[1] / w, size[0] / h
+    return Geometry.scale_translate(sx, sy, -x * sx, -y * sy, in_size, (size[1], size[0]))
+
+
+class RandomResizedCrop(TargetChecks):
     random = True
+
+    def geometry(
+        self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()
+    ) -> Geometry:
+        # The kernel's one draw: the same window function, from the same stream.
+        window = resized_crop_window(shape, args["layout"], rng, args)
+        return window_geometry(window, args["size"], image_size(shape, layout))
 
     def setup(self) -> None:
         resize_torch.torch_module()  # imported on the building thread (see resize.py)
         use_opencv()
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        check_image("random_resized_crop", sample, layout, ("HWC", "CHW"), _INPUT_TYPES)
+        if not self.moves_target:  # a target's own checks are targets.py's (any mask dtype)
+            check_image("random_resized_crop", sample, layout, ("HWC", "CHW"), _INPUT_TYPES)
 
     def batch_args(self, inputs: list[TensorList]) -> dict[str, Any]:
         return {"layout": inputs[0].layout() or "HWC"}
@@ -134,12 +162,14 @@ register(
         class_name="RandomResizedCrop",
         impl=RandomResizedCrop,
         accepts=[
-            InputSpec(
-                "an image with layout HWC or CHW (3 dimensions)",
-                ndims=(3,),
-                layouts=("HWC", "CHW"),
-                kinds=("image",),
-                hints=GEOMETRIC,
+            movable(
+                InputSpec(
+                    "an image with layout HWC or CHW (3 dimensions)",
+                    ndims=(3,),
+                    layouts=("HWC", "CHW"),
+                    kinds=("image",),
+                    hints=GEOMETRIC,
+                )
             )
         ],
         output_kinds=keeps_kind,
@@ -151,7 +181,11 @@ register(
             "window; its position is uniform. The window is resized as ``fn.resize`` resizes "
             "a ROI (default: antialiased linear). Example: "
             "``fn.random_resized_crop(images, size=(224, 224))``. The windows follow DALI's "
-            "distribution but not its random values. Layouts HWC and CHW."
+            "distribution but not its random values. Layouts HWC and CHW. Moves masks, "
+            "boxes, keypoints, vertices and labels with the images when given with them as "
+            "input sets (``fn.random_resized_crop([images, masks, boxes, labels], size=224)``): "
+            "one window per sample for all of them; boxes outside the window are dropped with "
+            "their labels."
         ),
         args=[
             Arg("size", "the output size (H, W), or one value for a square", REQUIRED, to_size),

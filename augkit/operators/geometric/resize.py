@@ -63,6 +63,17 @@ Decisions and traps for the next engineer:
 - Integer outputs of the NumPy path are stored as DALI's resampler does: ``clamp(v + 0.5)``
   truncated; Pillow's 8-bit path rounds half up as well.
 - Negative sizes flip the axis, as in DALI; ``roi_start > roi_end`` also flips.
+
+Targets (``fn.resize([images, masks, boxes, labels], resize_shorter=256)``; targets.py):
+``geometry`` is the kernel's own plan (``sample_plan``: every size argument, mode, max_size,
+roi and subpixel_scale) as a scale and shift per axis (``plan_geometry``: output centre
+``x + 0.5`` reads ``lo + (x + 0.5) * (hi - lo) / out``; a flip is ``lo > hi``). Masks are
+resized by the nearest neighbour, label values and dtype kept (``dtype`` is for images):
+OpenCV's ``INTER_NEAREST_EXACT`` without subpixel scaling (tested equal), and the pixels of
+``fn.resize(mask, interp_type=INTERP_NN)`` but at rare float32 ties (DALI's running sums
+against exact points: none in 8 random 320x320 maps to random sizes). A ROI beyond the image
+gives class 0 there (the image repeats its border). Boxes a ROI leaves out are dropped with
+their labels. CHW images: their masks stay HWC/HW.
 """
 
 from __future__ import annotations
@@ -78,8 +89,9 @@ import numpy as np
 from PIL import Image
 
 from augkit import backend, types
-from augkit.operators.base import SampleOperator
 from augkit.operators.geometric import resize_torch, warp
+from augkit.operators.geometric.targets import Geometry, image_size, movable
+from augkit.operators.geometric.warp_affine import TargetChecks
 from augkit.operators.layouts import GEOMETRIC, check_image
 from augkit.operators.registry import (
     Arg,
@@ -551,7 +563,7 @@ def _requested(args: dict[str, Any]) -> tuple[tuple[float, float], str]:
     return (args.get("resize_y") or 0.0, args.get("resize_x") or 0.0), args["mode"]
 
 
-class ResizeImpl(SampleOperator):
+class ResizeImpl(TargetChecks):
     def setup(self) -> None:
         # torch (the fast back end) is imported now, when the pipeline is built, on the
         # building thread: imported lazily by the first sample on a pool thread, it cost the
@@ -560,7 +572,14 @@ class ResizeImpl(SampleOperator):
         use_opencv()
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        check_image("resize", sample, layout, ("HWC", "CHW"), _INPUT_TYPES)
+        if not self.moves_target:  # a target's own checks are targets.py's (any mask dtype)
+            check_image("resize", sample, layout, ("HWC", "CHW"), _INPUT_TYPES)
+
+    def geometry(
+        self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()
+    ) -> Geometry:
+        width, height = image_size(shape, layout)
+        return plan_geometry(sample_plan((height, width), args), (height, width))
 
     def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
         return {"layout": inputs[0].layout()}
@@ -572,21 +591,15 @@ class ResizeImpl(SampleOperator):
         return resize_hwc(image, args)
 
 
-def resize_hwc(image: np.ndarray, args: dict[str, Any]) -> np.ndarray:
-    """Resize one HWC image as ``fn.resize`` does with the (checked) arguments ``args``
-    (``random_resized_crop`` and the decoders' crops call it with a ``roi``)."""
-    dtype = args.get("dtype")
-    out_dtype = image.dtype if dtype is None else dtype.numpy
-    if out_dtype not in (image.dtype, np.dtype(np.float32)):
-        raise ValueError(
-            f"dtype must be the input type ({image.dtype.name}) or types.FLOAT, got {dtype.name}"
-        )
+def sample_plan(in_size: tuple[int, int], args: dict[str, Any]) -> ResizePlan:
+    """The plan of one sample of (H, W) ``in_size`` from ``fn.resize``'s (checked) arguments
+    ``args``: what the kernel resamples, and what the targets move by."""
     requested, mode = _requested(args)
     roi = None
     if args.get("roi_start") is not None:
         roi = (args["roi_start"], args["roi_end"])
     plan = plan_resize(
-        image.shape[:2],
+        in_size,
         requested,
         mode=mode,
         max_size=args.get("max_size"),
@@ -600,6 +613,36 @@ def resize_hwc(image: np.ndarray, args: dict[str, Any]) -> np.ndarray:
             f"the output size {out_h}x{out_w} is too large: at most {_MAX_EXTENT} per side "
             f"and {_MAX_PIXELS} pixels (check resize_x/resize_y/size/roi)"
         )
+    return plan
+
+
+def plan_geometry(plan: ResizePlan, in_size: tuple[int, int]) -> Geometry:
+    """The transform of a resize ``plan`` of an (H, W) image: output pixel centre ``x + 0.5``
+    reads ``lo + (x + 0.5) * (hi - lo) / out`` per axis (``lo > hi``: a flip), so an input
+    point ``p`` goes to ``(p - lo) * out / (hi - lo)``."""
+    scale, shift = [], []
+    for d in range(2):
+        lo, hi = float(plan.src_lo[d]), float(plan.src_hi[d])
+        if hi == lo:
+            raise ValueError("the source window is empty: there is no transform to move by")
+        scale.append(plan.out_size[d] / (hi - lo))
+        shift.append(-lo * scale[d])
+    out_h, out_w = plan.out_size
+    return Geometry.scale_translate(
+        scale[1], scale[0], shift[1], shift[0], (in_size[1], in_size[0]), (out_w, out_h)
+    )
+
+
+def resize_hwc(image: np.ndarray, args: dict[str, Any]) -> np.ndarray:
+    """Resize one HWC image as ``fn.resize`` does with the (checked) arguments ``args``
+    (``random_resized_crop`` and the decoders' crops call it with a ``roi``)."""
+    dtype = args.get("dtype")
+    out_dtype = image.dtype if dtype is None else dtype.numpy
+    if out_dtype not in (image.dtype, np.dtype(np.float32)):
+        raise ValueError(
+            f"dtype must be the input type ({image.dtype.name}) or types.FLOAT, got {dtype.name}"
+        )
+    plan = sample_plan(image.shape[:2], args)
     min_kind, mag_kind = _filters(args)
     antialias = args.get("antialias", True)
     shrinks = [plan.out_size[d] < abs(plan.src_hi[d] - plan.src_lo[d]) for d in range(2)]
@@ -636,12 +679,14 @@ register(
         class_name="Resize",
         impl=ResizeImpl,
         accepts=[
-            InputSpec(
-                "an image with layout HWC or CHW (3 dimensions)",
-                ndims=(3,),
-                layouts=("HWC", "CHW"),
-                kinds=("image",),
-                hints=GEOMETRIC,
+            movable(
+                InputSpec(
+                    "an image with layout HWC or CHW (3 dimensions)",
+                    ndims=(3,),
+                    layouts=("HWC", "CHW"),
+                    kinds=("image",),
+                    hints=GEOMETRIC,
+                )
             )
         ],
         output_kinds=keeps_kind,
@@ -657,6 +702,11 @@ where torch is installed and the whole image is resized). Differences from DALI:
 Pillow renormalises the filter instead of repeating the edge pixel, and it rounds its 8-bit
 intermediate between the two passes (DALI 2.4 is within a mean 0.15 of Pillow on photos);
 ``save_attrs``, volumes (``resize_z``) and sequences are not supported.
+
+Moves masks, boxes, keypoints, vertices and labels with the images when given with them as
+input sets (``fn.resize([images, masks, boxes, labels], resize_shorter=256)``): one plan per
+sample for all of them (every size argument, mode, max_size, roi and subpixel_scale); masks are
+resized by the nearest neighbour, keeping their class values.
 
 Example, in a pipeline definition::
 

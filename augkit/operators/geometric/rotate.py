@@ -40,6 +40,17 @@ Decisions and traps for the next engineer (checked against DALI's ``rotate_param
   blend (and truncates uint8 results), so it is a reference only on an image padded with the
   fill colour (see tests/operators/test_rotate.py).
 - Only INTERP_NN and INTERP_LINEAR exist for warps in DALI; others raise, as in DALI.
+
+Targets (``fn.rotate([images, masks, boxes, labels], angle=...)``, targets.py): ``geometry`` is
+the inverse of the kernel's own matrix and output size (``output_size``, ``rotation_matrix``),
+so images and targets cannot disagree. Masks are rotated by the nearest neighbour from the
+exact points (the nearest image kernel rounds DALI's float32 running sums: on random
+320x320 label maps the two differ at ~0.01 % of the pixels, float32 ties), class 0 outside
+whatever ``fill_value`` is, dtype kept (``dtype`` applies to images only); H×W, int32 and bool
+masks are taken (``TargetChecks``).
+A rotated box becomes the axis-aligned box of its rotated corners, clipped to the canvas
+(dropped with its label when nothing is left): with ``keep_size`` or a small ``size`` a box cut
+by the edge stays larger than what is visible of its object (the documented rule).
 """
 
 from __future__ import annotations
@@ -50,8 +61,9 @@ from typing import Any
 import numpy as np
 
 from augkit import backend, types
-from augkit.operators.base import SampleOperator
 from augkit.operators.geometric import warp
+from augkit.operators.geometric.targets import Geometry, image_size, movable
+from augkit.operators.geometric.warp_affine import TargetChecks
 from augkit.operators.layouts import GEOMETRIC, check_image
 from augkit.operators.registry import (
     REQUIRED,
@@ -147,12 +159,37 @@ def _no_axis(value: Any) -> Any:
     raise ValueError("augkit's rotate handles 2-D images (HWC); 'axis' is for volumes")
 
 
-class RotateImpl(SampleOperator):
+def output_size(
+    in_size: tuple[int, int], angle: float, keep_size: bool, size: tuple[float, float] | None
+) -> tuple[int, int]:
+    """The output (H, W) of rotating an (H, W) image: ``size`` rounded, else the input's with
+    ``keep_size``, else ``rotated_canvas_size``."""
+    if size is not None:
+        out_size = (_round_size(size[0]), _round_size(size[1]))
+    elif keep_size:
+        out_size = (int(in_size[0]), int(in_size[1]))
+    else:
+        out_size = rotated_canvas_size(in_size, angle)
+    if max(out_size) > 2**31 - 1 or out_size[0] * out_size[1] > 2**40:
+        raise ValueError(f"the output size {out_size[0]}x{out_size[1]} is too large")
+    return out_size
+
+
+class RotateImpl(TargetChecks):
     def setup(self) -> None:
         self.cv2 = backend.opencv()
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        check_image("rotate", sample, layout, ("HWC",), _TYPES)
+        if not self.moves_target:  # a target's own checks are targets.py's (any mask dtype)
+            check_image("rotate", sample, layout, ("HWC",), _TYPES)
+
+    def geometry(
+        self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()
+    ) -> Geometry:
+        width, height = image_size(shape, layout)
+        out_h, out_w = output_size((height, width), args["angle"], args["keep_size"], args["size"])
+        matrix = rotation_matrix((height, width), (out_h, out_w), args["angle"])
+        return Geometry.inverse_of(matrix, (width, height), (out_w, out_h))
 
     def cpu(
         self,
@@ -171,14 +208,7 @@ class RotateImpl(SampleOperator):
             names = ", ".join(t.name for t in _TYPES)
             raise ValueError(f"dtype must be one of {names}, got {out_dtype.name}")
         in_size = image.shape[:2]
-        if size is not None:
-            out_size = (_round_size(size[0]), _round_size(size[1]))
-        elif keep_size:
-            out_size = in_size
-        else:
-            out_size = rotated_canvas_size(in_size, angle)
-        if max(out_size) > 2**31 - 1 or out_size[0] * out_size[1] > 2**40:
-            raise ValueError(f"the output size {out_size[0]}x{out_size[1]} is too large")
+        out_size = output_size(in_size, angle, keep_size, size)
         matrix = rotation_matrix(in_size, out_size, angle)
         interp = warp.NEAREST if interp_type == types.INTERP_NN else warp.LINEAR
         return warp.affine(
@@ -192,12 +222,14 @@ register(
         class_name="Rotate",
         impl=RotateImpl,
         accepts=[
-            InputSpec(
-                "an image with layout HWC (3 dimensions)",
-                ndims=(3,),
-                layouts=("HWC",),
-                kinds=("image",),
-                hints=GEOMETRIC,
+            movable(
+                InputSpec(
+                    "an image with layout HWC (3 dimensions)",
+                    ndims=(3,),
+                    layouts=("HWC",),
+                    kinds=("image",),
+                    hints=GEOMETRIC,
+                )
             )
         ],
         output_kinds=keeps_kind,
@@ -209,6 +241,10 @@ parity of the sides); ``keep_size=True`` keeps the input size and ``size`` sets 
 input the border pixel repeats, or ``fill_value`` fills. Sampling is bilinear (or nearest) at
 pixel centres with DALI's rounding, following the formulas of DALI's CPU kernel. Volumes
 (``axis``) and sequences are not supported.
+
+Moves masks, boxes, keypoints, vertices and labels with the images when given with them as
+input sets (``fn.rotate([images, masks, boxes, labels], angle=...)``): one angle per sample
+for all of them; a rotated box becomes the axis-aligned box around it.
 
 Example, in a pipeline definition::
 

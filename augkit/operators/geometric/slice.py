@@ -33,10 +33,22 @@ as in ``fn.crop``. With ``axis_names=""`` augkit slices over all axes (DALI slic
 
 The kernel is NumPy views: a window inside the input is a basic slice (copied once, to be
 contiguous); only out-of-bounds windows gather or pad.
+
+Targets (``fn.slice([images, masks, boxes, labels], rel_start=..., rel_shape=...)``, also with
+the ``anchor``/``shape`` inputs, ``geometric/targets.py``): the window is ``sample_window``'s,
+the kernel's own computation, over the H and W axes of the image's layout ("HW"/"HWC" without
+one). A mask is cut bit for bit as the kernel cuts it, except that a padded outside is class 0
+whatever ``fill_values`` is (and ``dtype`` converts images only). Boxes are clipped to the
+window and dropped with their labels when nothing of them is left in it; keypoints move and
+are never dropped. "trim_to_shape" trims the targets' window as the image's. "edge", "reflect",
+"reflect_101" and "wrap" repeat image content that no transform of coordinates describes: a
+window that needs them is refused for the targets (an OperatorError naming the policy); one
+inside the image moves them. Data of other kinds (encoded bytes...) is sliced as a tensor.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -45,9 +57,11 @@ import numpy as np
 
 from augkit.operators.base import SampleOperator
 from augkit.operators.color.cast import convert_sat
-from augkit.operators.geometric.crop import cut_window, fill_array
+from augkit.operators.geometric.crop import cut_window, fill_array, fit_window, window_geometry
+from augkit.operators.geometric.targets import TARGET_KINDS, Geometry, MovesTargets, movable
 from augkit.operators.registry import (
     Arg,
+    InputSpec,
     OperatorSchema,
     described,
     keeps_kind,
@@ -280,6 +294,15 @@ def _source_indices(start: int, size: int, extent: int, policy: str) -> np.ndarr
     return np.where(idx < extent, idx, last - idx)
 
 
+def _outside(anchor: Sequence[int], size: Sequence[int], shape: Sequence[int]) -> str:
+    return (
+        f"the slice window (anchor {tuple(anchor)}, shape {tuple(size)}) does not fit in "
+        f"the input of shape {tuple(shape)}; use out_of_bounds_policy='pad' or "
+        f"'trim_to_shape', or a smaller window (DALI: Slice can't be placed out of bounds "
+        f"with current policy)"
+    )
+
+
 def take_window(
     x: np.ndarray,
     anchor: Sequence[int],
@@ -304,12 +327,7 @@ def take_window(
     if inside:
         return convert(x[tuple(slice(a, a + s) for a, s in zip(anchor, size, strict=True))])
     if policy == "error":
-        raise ValueError(
-            f"the slice window (anchor {tuple(anchor)}, shape {tuple(size)}) does not fit in "
-            f"the input of shape {tuple(x.shape)}; use out_of_bounds_policy='pad' or "
-            f"'trim_to_shape', or a smaller window (DALI: Slice can't be placed out of bounds "
-            f"with current policy)"
-        )
+        raise ValueError(_outside(anchor, size, x.shape))
     if policy in ("pad", "constant"):
         return cut_window(x, anchor, size, convert, fill, np)
     region = x
@@ -347,8 +365,9 @@ def output_dtype(in_dtype: np.dtype, dtype: DALIDataType | None, operator: str) 
     return out
 
 
-class Slice(SampleOperator):
-    """Cuts each sample's window (``named_window`` / ``positional_window``)."""
+class Slice(MovesTargets, SampleOperator):
+    """Cuts each sample's window (``named_window`` / ``positional_window``), and moves masks,
+    boxes and keypoints with it (``targets.py``)."""
 
     def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
         return {"layout": inputs[0].layout()}
@@ -358,35 +377,7 @@ class Slice(SampleOperator):
             raise ValueError("slice needs an input with at least one dimension, got a scalar")
 
     def cpu(self, data: np.ndarray, *window: np.ndarray, layout: str, **args: Any) -> np.ndarray:
-        named = [k for k in _NAMED if args.get(k) is not None]
-        if len(window) == 1:
-            raise ValueError(
-                "slice takes the window either as named arguments (start/end, start/shape...) "
-                "or as two positional inputs (anchor, shape); got one positional input"
-            )
-        if window and named:
-            raise ValueError(
-                f"the named arguments {named} cannot be used with the positional anchor and "
-                f"shape inputs"
-            )
-        if not window and not named:
-            raise ValueError(
-                "no slice window: give start/rel_start with end/rel_end/shape/rel_shape, or the "
-                "anchor and shape inputs"
-            )
-        _check_named(args)
-        axes = slice_axes(data.ndim, layout, args.get("axes"), args.get("axis_names"))
-        if window:
-            anchor, size = positional_window(
-                data.shape,
-                axes,
-                window[0],
-                window[1],
-                args["normalized_anchor"],
-                args["normalized_shape"],
-            )
-        else:
-            anchor, size = named_window(data.shape, axes, args)
+        anchor, size = sample_window(data.shape, window, layout, args)
         out_dtype = output_dtype(data.dtype, args.get("dtype"), "slice")
         policy = args["out_of_bounds_policy"]
         fill = None
@@ -395,6 +386,77 @@ class Slice(SampleOperator):
             fill = fill_array(args["fill_values"], size, lay, out_dtype, np)
         out = take_window(data, anchor, size, policy, converter(data.dtype, out_dtype), fill)
         return np.ascontiguousarray(out)
+
+    def _move(
+        self,
+        ctx: Any,
+        kind: Any,
+        own: list[TensorList],
+        companions: list[TensorList],
+        arg_inputs: dict[str, TensorList],
+    ) -> list[TensorList]:
+        if kind.name not in TARGET_KINDS:  # encoded bytes...: slice cuts any tensor
+            return SampleOperator.run(self, ctx, own, arg_inputs)
+        return super()._move(ctx, kind, own, companions, arg_inputs)
+
+    def geometry(
+        self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()
+    ) -> Geometry:
+        anchor, size = sample_window(shape, extra, args["layout"], args)
+        policy = args["out_of_bounds_policy"]
+        inside = all(a >= 0 and a + s <= e for a, s, e in zip(anchor, size, shape, strict=True))
+        if policy == "trim_to_shape":
+            anchor, size = fit_window(policy, shape, anchor, size, "")
+        elif not inside and policy == "error":
+            raise ValueError(_outside(anchor, size, shape))
+        elif not inside and policy not in ("pad", "constant"):
+            raise ValueError(
+                f"out_of_bounds_policy={policy!r} repeats, reflects or wraps the image: masks, "
+                f"boxes and keypoints cannot follow it; use 'pad', 'trim_to_shape' or a window "
+                f"inside the image to move them with it"
+            )
+        return window_geometry(shape, sample_layout(args["layout"], len(shape)), anchor, size)
+
+
+def sample_window(
+    shape: Sequence[int], window: Sequence[np.ndarray], layout: str, args: dict[str, Any]
+) -> tuple[list[int], list[int]]:
+    """One sample's window (anchor, size per axis) from its ``anchor``/``shape`` inputs
+    (``window``) or the named arguments, after DALI's checks: what the kernel cuts, and what
+    the targets of the sample move by.
+
+    Raises:
+        ValueError: no window, or one given in two ways; see ``named_window`` and
+            ``positional_window``.
+    """
+    named = [k for k in _NAMED if args.get(k) is not None]
+    if len(window) == 1:
+        raise ValueError(
+            "slice takes the window either as named arguments (start/end, start/shape...) "
+            "or as two positional inputs (anchor, shape); got one positional input"
+        )
+    if window and named:
+        raise ValueError(
+            f"the named arguments {named} cannot be used with the positional anchor and "
+            f"shape inputs"
+        )
+    if not window and not named:
+        raise ValueError(
+            "no slice window: give start/rel_start with end/rel_end/shape/rel_shape, or the "
+            "anchor and shape inputs"
+        )
+    _check_named(args)
+    axes = slice_axes(len(shape), layout, args.get("axes"), args.get("axis_names"))
+    if window:
+        return positional_window(
+            shape,
+            axes,
+            window[0],
+            window[1],
+            args["normalized_anchor"],
+            args["normalized_shape"],
+        )
+    return named_window(shape, axes, args)
 
 
 def _check_named(given: dict[str, Any]) -> None:
@@ -487,6 +549,12 @@ def _validate(given: dict[str, Any]) -> None:
     _check_named(given)
 
 
+# Any data (slice cuts any tensor), or masks, boxes, keypoints... to move with an image.
+ANY_DATA = dataclasses.replace(
+    movable(InputSpec("any tensor (an image, audio, a volume...)", min_ndim=0)), kinds=None
+)
+
+
 register(
     OperatorSchema(
         name="slice",
@@ -494,6 +562,7 @@ register(
         impl=Slice,
         min_inputs=1,
         max_inputs=3,
+        accepts=[ANY_DATA],
         output_kinds=keeps_kind,
         validate=_validate,
         doc=(
@@ -509,8 +578,11 @@ register(
             "reflecting or wrapping. ``dtype``: FLOAT, FLOAT16, UINT8 or the input type "
             "(floats to uint8 are truncated and clamped). Example: "
             "``fn.slice(images, rel_start=(0.25, 0.25), rel_shape=(0.5, 0.5))`` keeps the "
-            "centre. Differences from DALI: out-of-range values converted to uint8 in a padded "
-            "window are clamped (DALI wraps them)."
+            "centre. Moves masks, boxes, keypoints and labels with the images when given with "
+            "them as input sets (``fn.slice([images, masks, boxes, labels], ...)``): masks cut "
+            "as the images (class 0 outside), boxes clipped and dropped with their labels when "
+            "nothing of them is left. Differences from DALI: out-of-range values converted to "
+            "uint8 in a padded window are clamped (DALI wraps them)."
         ),
         args=[
             *WINDOW_ARGS,

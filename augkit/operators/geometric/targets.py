@@ -188,7 +188,10 @@ def move_boxes(boxes: np.ndarray, kind: Kind, geometry: Geometry) -> tuple[np.nd
     width, height = geometry.out_size
     lo = np.clip(moved.min(axis=1), 0, [width, height])
     hi = np.clip(moved.max(axis=1), 0, [width, height])
-    keep = (hi[:, 0] > lo[:, 0]) & (hi[:, 1] > lo[:, 1])
+    # A box whose edge lies on the window's edge must not survive as a float32 sliver (its
+    # relative form would, its absolute twin would not).
+    eps = 1e-5 * max(width, height, *geometry.in_size, 1)
+    keep = (hi[:, 0] - lo[:, 0] > eps) & (hi[:, 1] - lo[:, 1] > eps)
     out = np.concatenate([lo, hi], axis=1)[keep]
     if kind.relative:
         out = out / np.tile(geometry.out_size, 2)
@@ -223,6 +226,9 @@ def warp_mask(mask: np.ndarray, layout: str, geometry: Geometry) -> np.ndarray:
             rows = mask[ys[vy]]
             out[np.ix_(np.flatnonzero(vy), np.flatnonzero(vx))] = rows[:, xs[vx]]
         return out
+    fast = _remap_nearest(mask, inverse, width, height)
+    if fast is not None:
+        return fast
     gx, gy = np.meshgrid(np.arange(width) + 0.5, np.arange(height) + 0.5)
     h = inverse @ np.stack([gx.ravel(), gy.ravel(), np.ones(gx.size)])
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -231,6 +237,40 @@ def warp_mask(mask: np.ndarray, layout: str, geometry: Geometry) -> np.ndarray:
     valid = (sx >= 0) & (sx < width_in) & (sy >= 0) & (sy < height_in)
     out = np.full((height * width, *mask.shape[2:]), fill, mask.dtype)
     out[valid] = mask[sy[valid].astype(np.int64), sx[valid].astype(np.int64)]
+    return out.reshape(height, width, *mask.shape[2:])
+
+
+# What cv2.remap takes, and the channels it takes them with.
+_REMAP_TYPES = {np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16, np.float32)}
+
+
+def _remap_nearest(
+    mask: np.ndarray, inverse: np.ndarray, width: int, height: int
+) -> np.ndarray | None:
+    """The per-pixel gather of ``warp_mask`` with ``cv2.remap``: the source points are worked
+    out as NumPy does (float64, floored), given to OpenCV as whole numbers, so its nearest
+    neighbour picks exactly those pixels; ~4x faster. ``None`` where OpenCV does not apply
+    (int32, bool, more than 4 channels, sizes past its limits)."""
+    channels = mask.shape[2] if mask.ndim == 3 else 1
+    if mask.dtype not in _REMAP_TYPES or channels > 4 or max(mask.shape[:2]) >= 32767:
+        return None
+    if max(width, height) >= 32767 or 0 in mask.shape:
+        return None
+    from augkit import backend
+
+    cv2 = backend.opencv()
+    xs = np.arange(width, dtype=np.float64) + 0.5
+    ys = np.arange(height, dtype=np.float64)[:, None] + 0.5
+    w = inverse[2, 0] * xs + inverse[2, 1] * ys + inverse[2, 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sx = np.floor((inverse[0, 0] * xs + inverse[0, 1] * ys + inverse[0, 2]) / w)
+        sy = np.floor((inverse[1, 0] * xs + inverse[1, 1] * ys + inverse[1, 2]) / w)
+    # Outside points (and NaNs) go to -1: OpenCV's constant border gives class 0 there.
+    bad = ~(np.isfinite(sx) & np.isfinite(sy))
+    sx = np.where(bad, -1, np.clip(sx, -1, mask.shape[1])).astype(np.float32)
+    sy = np.where(bad, -1, np.clip(sy, -1, mask.shape[0])).astype(np.float32)
+    plane = mask if channels > 1 or mask.ndim == 2 else mask[..., 0]
+    out = cv2.remap(plane, sx, sy, cv2.INTER_NEAREST, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
     return out.reshape(height, width, *mask.shape[2:])
 
 
@@ -291,9 +331,13 @@ class MovesTargets(SampleOperator):
     ) -> list[TensorList]:
         data = own[0]
         n = len(data)
-        reference = _reference(companions) if kind.name != "mask" else data
-        if kind.name == "mask" and (ref := _reference(companions)) is not None:
-            _check_mask_sizes(self, data, ref)
+        reference = _reference(companions)
+        if kind.name == "mask":
+            # The image's geometry (its layout: a CHW image's axes), else the mask's own.
+            image = _first(companions, "image")
+            if image is not None:
+                _check_mask_sizes(self, data, image)
+            reference = image if image is not None else data
         boxes = _first(companions, "boxes")
         if kind.name == "labels":
             if not companions:
@@ -330,7 +374,8 @@ class MovesTargets(SampleOperator):
                     shape = reference._samples[i].shape
                     layout = reference.layout()
                     for k, batch in enumerate(base_inputs):
-                        self.check_input(k, batch._samples[i], batch.layout())
+                        if batch is not data:  # an image's checks do not fit a mask
+                            self.check_input(k, batch._samples[i], batch.layout())
                 else:  # relative coordinates, a transform that does not depend on the size
                     shape, layout = (1, 1), "HW"
                 extra = tuple(batch._samples[i] for batch in own[1:])

@@ -31,6 +31,15 @@ Decisions and traps, checked against DALI 2.4 (``warp_affine.cc``, ``warp_affine
   sums; see rotate.py). Parity: nearest equal; linear uint8 within 1 level at ~0.5 % of the
   values (more at exact half pixels, 2 levels at rare edge pixels: warp.py's docstring); other
   types equal but for OpenCV's float32 interpolation order.
+
+Targets (``fn.warp_affine([images, masks, boxes, labels], matrix=...)`` or with the matrices
+as the second input, ``fn.warp_affine([images, masks, boxes], mtx)``; targets.py): ``geometry``
+is the inverse of the matrix the kernel samples with (``source_matrix``: the input wins over the
+argument, ``inverse_map=False`` inverts), the output size ``round_size``'s. Masks: nearest
+neighbour from the exact points, class 0 outside whatever ``fill_value``, dtype kept. Sheared or
+rotated boxes become the axis-aligned box of their corners, clipped, or dropped with their
+labels. ``TargetChecks``: on the target path the first input is not checked as an image of the
+kernel's types (a mask may be H×W, int32 or bool).
 """
 
 from __future__ import annotations
@@ -41,8 +50,13 @@ from typing import Any
 import numpy as np
 
 from augkit import backend, types
-from augkit.operators.base import SampleOperator
 from augkit.operators.geometric import warp
+from augkit.operators.geometric.targets import (
+    Geometry,
+    MovesTargets,
+    image_size,
+    movable,
+)
 from augkit.operators.layouts import GEOMETRIC, check_image
 from augkit.operators.registry import (
     Arg,
@@ -135,18 +149,63 @@ def invert_affine(matrix: np.ndarray) -> np.ndarray:
     return np.concatenate([inverse, -inverse @ matrix[:, 2:]], axis=1)
 
 
-class WarpAffineImpl(SampleOperator):
+def source_matrix(mtx: Any, matrix: Any, inverse_map: bool) -> np.ndarray:
+    """The float32 2x3 destination-to-source matrix the kernel samples with: the matrix input
+    ``mtx`` (it wins, as in DALI) or the ``matrix`` argument, inverted when ``inverse_map`` is
+    False."""
+    if mtx is not None:
+        m = _finite_matrix(mtx, 2, "matrix input")
+    elif matrix is not None:
+        m = np.asarray(matrix, np.float64).reshape(2, 3)
+    else:
+        raise ValueError(
+            "`matrix` argument must be provided when transforms are not passed as a regular input."
+        )
+    if not inverse_map:
+        m = invert_affine(m.astype(np.float32).astype(np.float64))
+        if np.abs(m).max() > _FLOAT32_MAX:
+            raise ValueError(
+                f"inverse_map=False: the inverse of the matrix is beyond float32's range: "
+                f"{m.reshape(-1).tolist()}"
+            )
+    return m.astype(np.float32)
+
+
+class TargetChecks(MovesTargets):
+    """``MovesTargets`` for operators whose ``check_input`` refuses what is not an image of
+    their types: on the target path (a mask, boxes... node) the first input is not checked as
+    an image (a mask may be H×W, int32 or bool; ``targets.py`` checks what it moves), the
+    others (warp_affine's matrices) are. An impl's node moves one kind, so the flag, set
+    once, never changes."""
+
+    moves_target = False
+
+    def _move(self, ctx: Any, kind: Any, own: Any, companions: Any, arg_inputs: Any) -> Any:
+        self.moves_target = True
+        return super()._move(ctx, kind, own, companions, arg_inputs)
+
+
+class WarpAffineImpl(TargetChecks):
     def setup(self) -> None:
         self.cv2 = backend.opencv()
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         if index == 0:
-            check_image("warp_affine", sample, layout, ("HWC",), _TYPES)
+            if not self.moves_target:
+                check_image("warp_affine", sample, layout, ("HWC",), _TYPES)
         elif sample.dtype.kind not in "fiu" or sample.shape != (2, 3):
             raise ValueError(
                 f"warp_affine's second input (the matrices) must hold one 2x3 float matrix per "
                 f"sample, got a sample of shape {tuple(sample.shape)} and type {sample.dtype}"
             )
+
+    def geometry(
+        self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()
+    ) -> Geometry:
+        width, height = image_size(shape, layout)
+        m = source_matrix(extra[0] if extra else None, args["matrix"], args["inverse_map"])
+        out_h, out_w = round_size(args["size"], (height, width))
+        return Geometry.inverse_of(m, (width, height), (out_w, out_h))
 
     def cpu(
         self,
@@ -161,22 +220,7 @@ class WarpAffineImpl(SampleOperator):
         dtype: types.DALIDataType | None,
         **_: Any,
     ) -> np.ndarray:
-        if mtx is not None:
-            m = _finite_matrix(mtx, 2, "matrix input")
-        elif matrix is not None:
-            m = np.asarray(matrix, np.float64).reshape(2, 3)
-        else:
-            raise ValueError(
-                "`matrix` argument must be provided when transforms are not passed as a "
-                "regular input."
-            )
-        if not inverse_map:
-            m = invert_affine(m.astype(np.float32).astype(np.float64))
-            if np.abs(m).max() > _FLOAT32_MAX:
-                raise ValueError(
-                    f"inverse_map=False: the inverse of the matrix is beyond float32's range: "
-                    f"{m.reshape(-1).tolist()}"
-                )
+        m = source_matrix(mtx, matrix, inverse_map)
         out_dtype = image.dtype if dtype is None else dtype.numpy
         if out_dtype not in _TYPES:
             names = ", ".join(t.name for t in _TYPES)
@@ -185,7 +229,7 @@ class WarpAffineImpl(SampleOperator):
         interp = warp.NEAREST if interp_type == types.INTERP_NN else warp.LINEAR
         return warp.affine(
             image,
-            m.astype(np.float32),
+            m,
             out_size,
             interp=interp,
             fill=fill_value,
@@ -202,12 +246,14 @@ register(
         min_inputs=1,
         max_inputs=2,
         accepts=[
-            InputSpec(
-                "an image with layout HWC (3 dimensions)",
-                ndims=(3,),
-                layouts=("HWC",),
-                kinds=("image",),
-                hints=GEOMETRIC,
+            movable(
+                InputSpec(
+                    "an image with layout HWC (3 dimensions)",
+                    ndims=(3,),
+                    layouts=("HWC",),
+                    kinds=("image",),
+                    hints=GEOMETRIC,
+                )
             ),
             InputSpec("2x3 float matrices, one per sample (fn.transforms.*)", ndims=(2,)),
         ],
@@ -221,6 +267,11 @@ pixel. It is 6 numbers, a per-sample 2x3 value, or a second positional input (th
 ``fn.transforms.*``). The output has the input's size unless ``size`` (H, W) is given.
 Outside the input the border pixel repeats, or ``fill_value`` fills. Sampling is bilinear or
 nearest, as in DALI (linear uint8 within a level of DALI: OpenCV's warpAffine).
+
+Moves masks, boxes, keypoints, vertices and labels with the images when given with them as
+input sets (``fn.warp_affine([images, masks, boxes, labels], matrix=...)``, or with the matrices
+as the second input, ``fn.warp_affine([images, masks, boxes], mtx)``): one matrix per sample for
+all of them; a sheared or rotated box becomes the axis-aligned box around it.
 
 Example, in a pipeline definition::
 

@@ -21,6 +21,16 @@ kernel is ``cv2.warpPerspective`` with DALI's arguments turned into OpenCV's the
   OpenCV 5.0; another OpenCV version (DALI bundles its own) may round differently. Speed: the
   same OpenCV call, about 1.0x DALI's.
 - Sequences (FHWC) and CHW are not supported (DALI's CPU operator refuses CHW too).
+
+Targets (``fn.experimental.warp_perspective([images, masks, boxes, labels], matrix=...)``;
+targets.py): ``geometry`` holds the 3x3 homography: OpenCV's matrix (``opencv_matrix``, so
+``pixel_origin`` counts) in continuous coordinates (``continuous_matrix``, normalised to a last
+entry of 1), inverted for ``inverse_map=True``. Points divide by w; a box becomes the box of its
+four moved corners (a homography maps a box to a quadrilateral, whose hull they are, as long as
+the box stays on the near side of the horizon line w = 0: beyond it the numbers are
+meaningless, as the image is). Masks: nearest neighbour from the exact points, class 0 outside
+whatever ``border_mode`` is: "replicate", "reflect" and "wrap" repeat or mirror the picture
+beyond its edge, and the masks and boxes do not follow those copies.
 """
 
 from __future__ import annotations
@@ -30,9 +40,9 @@ from typing import Any
 import numpy as np
 
 from augkit import backend, types
-from augkit.operators.base import SampleOperator
+from augkit.operators.geometric.targets import Geometry, image_size, movable
 from augkit.operators.geometric.warp import fits_opencv
-from augkit.operators.geometric.warp_affine import round_size, to_size
+from augkit.operators.geometric.warp_affine import TargetChecks, round_size, to_size
 from augkit.operators.layouts import GEOMETRIC, image_layout
 from augkit.operators.registry import (
     Arg,
@@ -101,7 +111,29 @@ def opencv_matrix(matrix: np.ndarray, pixel_origin: str) -> np.ndarray:
     return m.astype(np.float64)
 
 
-class WarpPerspectiveImpl(SampleOperator):
+def given_matrix(mtx: Any, matrix: Any) -> np.ndarray:
+    """The float32 3x3 matrix of one sample: the matrix input ``mtx`` or the ``matrix``
+    argument (not both, as in DALI)."""
+    if mtx is not None:
+        if matrix is not None:
+            raise ValueError(
+                "Matrix input and `matrix` argument should not be provided at the same time."
+            )
+        return _matrix3(mtx, "matrix input")
+    if matrix is not None:
+        return np.asarray(matrix, np.float32).reshape(3, 3)
+    raise ValueError("a `matrix` argument or a matrix input must be given")
+
+
+def continuous_matrix(matrix: np.ndarray, pixel_origin: str) -> np.ndarray:
+    """The matrix OpenCV gets (``opencv_matrix``: pixel centres at whole numbers) in
+    continuous coordinates (pixel (i, j) covers [j, j + 1) x [i, i + 1)), float64,
+    normalised so that its last entry is 1 (where it is not 0)."""
+    m = _SHIFT.astype(np.float64) @ opencv_matrix(matrix, pixel_origin) @ _SHIFT_BACK
+    return m / m[2, 2] if m[2, 2] != 0 else m
+
+
+class WarpPerspectiveImpl(TargetChecks):
     def setup(self) -> None:
         self.cv2 = backend.opencv()
         interp = self.args["interp_type"]
@@ -114,7 +146,23 @@ class WarpPerspectiveImpl(SampleOperator):
             self.flags |= self.cv2.WARP_INVERSE_MAP
         self.border = getattr(self.cv2, _CV_BORDER[self.args["border_mode"]])
 
+    def geometry(
+        self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()
+    ) -> Geometry:
+        width, height = image_size(shape, layout)
+        m = continuous_matrix(
+            given_matrix(extra[0] if extra else None, args["matrix"]), args["pixel_origin"]
+        )
+        out_h, out_w = round_size(args["size"], (height, width))
+        if self.args["inverse_map"]:  # destination to source: targets move by its inverse
+            if abs(np.linalg.det(m)) < 1e-30 or not np.isfinite(m).all():
+                raise ValueError(f"the matrix {m.reshape(-1).tolist()} cannot be inverted")
+            return Geometry.inverse_of(m, (width, height), (out_w, out_h))
+        return Geometry.affine(m, (width, height), (out_w, out_h))
+
     def check_input(self, index: int, sample: Any, layout: str) -> None:
+        if self.moves_target and index == 0:
+            return  # a mask, boxes... (targets.py checks what it moves)
         if index == 1:
             if sample.dtype.kind not in "fiu" or sample.shape != (3, 3):
                 raise ValueError(
@@ -150,16 +198,7 @@ class WarpPerspectiveImpl(SampleOperator):
         pixel_origin: str,
         **_: Any,
     ) -> np.ndarray:
-        if mtx is not None:
-            if matrix is not None:
-                raise ValueError(
-                    "Matrix input and `matrix` argument should not be provided at the same time."
-                )
-            m = _matrix3(mtx, "matrix input")
-        elif matrix is not None:
-            m = np.asarray(matrix, np.float32).reshape(3, 3)
-        else:
-            raise ValueError("a `matrix` argument or a matrix input must be given")
+        m = given_matrix(mtx, matrix)
         channels = image.shape[2] if image.ndim == 3 else 0
         if len(fill_value) > 1 and len(fill_value) != channels:
             raise ValueError(
@@ -193,12 +232,14 @@ register(
         min_inputs=1,
         max_inputs=2,
         accepts=[
-            InputSpec(
-                "an image with layout HWC or HW (channel last)",
-                ndims=(2, 3),
-                layouts=("HWC", "HW"),
-                kinds=("image",),
-                hints=GEOMETRIC,
+            movable(
+                InputSpec(
+                    "an image with layout HWC or HW (channel last)",
+                    ndims=(2, 3),
+                    layouts=("HWC", "HW"),
+                    kinds=("image",),
+                    hints=GEOMETRIC,
+                )
             ),
             InputSpec("3x3 float matrices, one per sample", ndims=(2,)),
         ],
@@ -211,6 +252,11 @@ points to the input points they read (``inverse_map=False``: input to output). W
 ``pixel_origin="corner"`` (default), ``(0, 0)`` is the corner of the first pixel; ``"center"``:
 its centre, as in OpenCV. Outside the input, ``border_mode`` decides ("constant" with
 ``fill_value``, "replicate", "reflect", "reflect_101", "wrap").
+
+Moves masks, boxes, keypoints, vertices and labels with the images when given with them as
+input sets (``fn.experimental.warp_perspective([images, masks, boxes, labels], matrix=...)``):
+one homography per sample for all of them; masks are class 0 outside the input whatever
+``border_mode`` is.
 
 Example, in a pipeline definition::
 
