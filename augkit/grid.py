@@ -9,14 +9,16 @@ Decisions and traps:
 - What is drawn follows the batch's data kind (``batch.kind``, ``augkit.kinds``), not its
   shape: ``image`` and ``mask`` are drawn; ``labels``, ``encoded``, ``boxes``, ``keypoints``,
   ``polygons`` and ``vertices`` never are, whatever their shape (a batch of 3 labels of shape
-  (1, 3) is not a row of pixels; ``not_drawn`` says why and what to do instead). Only a
+  (1, 3) is not a row of pixels; ``not_drawn`` says why and what to do instead; ``augkit.viz``
+  draws boxes, keypoints and polygons over their images, ``augkit.overlays``). Only a
   ``generic`` batch (a Python function's output, unless it said ``kind=`` or gave an image
   layout) is still judged by its shape (``image_layout``), since a function may return images
   without saying so; a generic bool batch is taken for flags, not drawn.
 - A mask is a label map, so its values are classes, not brightness: class 0 is black, class 1
   white, classes 2 to 11 ten distinct colours (matplotlib's "tab10"), and the colours repeat
   from class 12 on (never black again); a bool mask is classes 0 and 1. Drawn as a uint8
-  image, classes 1, 2, 3 would all look black. A mask with several channels, or with values
+  image, classes 1, 2, 3 would all look black. The palette is ``augkit.overlays.PALETTE``,
+  which colours boxes by class too. A mask with several channels, or with values
   that are not whole numbers (a soft mask), is drawn as an image would be.
 
 Example:
@@ -40,7 +42,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from augkit import backend, kinds
+from augkit import backend, kinds, overlays
 from augkit.kinds import Kind
 
 _IMAGE_LAYOUTS = ("HWC", "CHW", "HW")
@@ -51,24 +53,9 @@ DRAWN_KINDS = frozenset({"image", "mask"})
 NOT_DRAWN_KINDS = frozenset({"labels", "encoded", "boxes", "keypoints", "polygons", "vertices"})
 """The kinds never drawn as pixels, whatever their shape: shown as values instead."""
 
-# Class 0 black, class 1 white, then matplotlib's tab10 (see the module docstring).
-_MASK_COLOURS = np.array(
-    [
-        (0, 0, 0),
-        (255, 255, 255),
-        (31, 119, 180),
-        (255, 127, 14),
-        (44, 160, 44),
-        (214, 39, 40),
-        (148, 103, 189),
-        (140, 86, 75),
-        (227, 119, 194),
-        (127, 127, 127),
-        (188, 189, 34),
-        (23, 190, 207),
-    ],
-    np.uint8,
-)
+# Class 0 black, class 1 white, then matplotlib's tab10 (see the module docstring): the one
+# palette of class numbers, shared with the overlays' boxes and masks (augkit.overlays).
+_MASK_COLOURS = overlays.PALETTE
 _NOT_DRAWN = {
     "labels": "labels are class numbers, not pixels; pass them as labels= to title each image "
     "with its label",
@@ -185,9 +172,7 @@ def _mask_colours(mask: np.ndarray) -> np.ndarray | None:
             return None
     elif mask.dtype.kind not in "biu":
         return None
-    classes = mask.astype(np.int64)
-    others = len(_MASK_COLOURS) - 1  # the colours that repeat: all but black
-    return _MASK_COLOURS[np.where(classes == 0, 0, 1 + (classes - 1) % others)]
+    return _MASK_COLOURS[overlays.class_indices(mask)]
 
 
 def label_text(value: Any) -> str:

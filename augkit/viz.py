@@ -18,14 +18,33 @@ sample's ``source_info`` (the file it was read from) and its label, when ``label
 Several batches are laid side by side per sample, one column each: row ``i`` holds ``a[i]``,
 ``b[i]``, ... (a before/after comparison in one call).
 
+Overlays (``augkit.overlays``): ``boxes=``, ``masks=``, ``keypoints=``, ``polygons=`` +
+``vertices=`` draw each image's targets over its tile, in the tile's scale (the same pixels
+in both renderers); boxes coloured by class with a tag naming it (``class_names[label]``,
+else the number), masks blended with ``mask_alpha`` (class 0 transparent).
+
 Decisions and traps:
 
 - Whether a batch is drawn follows its data kind (``batch.kind``; ``augkit.grid``): image and
-  mask batches are drawn (a mask coloured by class: 0 black, 1 white, then ten colours); a
-  batch of labels, encoded bytes, boxes, keypoints, polygons or vertices is refused with an
-  error that names its kind and says what to do (``show_images(images, labels)`` is a slip
-  for ``show_images(images, labels=labels)``: the message says so). Arrays, lists, torch
-  tensors and generic batches (a Python function's output) carry no kind: their shape decides.
+  mask batches are drawn (a mask coloured by class: 0 black, 1 white, then ten colours);
+  encoded bytes are refused with an error that names the kind and says what to do.
+  Arrays, lists, torch tensors and generic batches (a Python function's output) carry no
+  kind: their shape decides.
+- From the kinds, without the user saying which output is which: a batch of kind boxes,
+  keypoints, polygons, vertices or labels, and a mask batch whose masks have their images'
+  height and width, given positionally, goes with the image batch before it:
+  ``show_images(*pipe.run())`` for a pipeline returning images, boxes, labels draws the boxes
+  with their labels. A mask batch alone (or of another size) is drawn as a mask image. Such
+  a batch first, or a second one of a kind for one image batch, is an ``ArgumentError``
+  naming the batches. Keywords go with the first image batch and win over a positional batch
+  of the same kind.
+- Labels: a sample with one label per box names its boxes (and polygons, by ``mask_idx``);
+  one label per image titles the tile, with its class name where ``class_names`` has it
+  ("people/grace_hopper.jpg · 3 people"). Keyword ``labels=`` title every column, as before;
+  positional labels their own image batch.
+- The coordinates' format comes from the batch's kind (``Kind.box_format``,
+  ``Kind.relative``); boxes given as arrays are ``box_format`` ("ltrb" unless said), and
+  relative when every value is within [0, 1] (``augkit.overlays``).
 
 Example:
     >>> import numpy as np
@@ -44,12 +63,12 @@ import functools
 import io
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from augkit import backend, grid
+from augkit import backend, grid, overlays
 from augkit.errors import ArgumentError
 from augkit.graph import DataNode
 from augkit.kinds import GENERIC, Kind
@@ -73,6 +92,14 @@ def render_grid(
     columns: int | None = None,
     titles: Sequence[str] | None = None,
     labels: Any = None,
+    boxes: Any = None,
+    masks: Any = None,
+    keypoints: Any = None,
+    polygons: Any = None,
+    vertices: Any = None,
+    class_names: Mapping[int, str] | Sequence[str] | None = None,
+    mask_alpha: float = 0.45,
+    box_format: str | None = None,
     max_samples: int | None = 16,
     layout: str | None = None,
     tile: int = 256,
@@ -89,7 +116,18 @@ def render_grid(
         titles: one title per tile, in drawing order (row by row), instead of the defaults
             (``source_info`` and label). The rescaled note is added in any case.
         labels: a batch of labels (the reader's second output, a list of ints or of class
-            names); label ``i`` goes in the title of each image of sample ``i``.
+            names); label ``i`` goes in the title of each image of sample ``i``, or, one per
+            box, on the boxes of sample ``i``.
+        boxes: a batch of N x 4 boxes per image (a TensorList of kind boxes says its format;
+            see ``box_format``), drawn over the first image batch.
+        masks: a batch of label maps (H, W) or (H, W, 1), blended over the first image batch
+            (scaled with the nearest neighbour when their size is not the image's).
+        keypoints: a batch of N x 2 (x, y) points per image.
+        polygons, vertices: readers.coco's polygons ([mask_idx, start, end] rows) and their
+            (x, y) vertices, together.
+        class_names: label -> name (a dict, or a list indexed by label) for tags and titles.
+        mask_alpha: the opacity of the masks' colours (0 to 1).
+        box_format: "ltrb" or "xywh" for boxes whose batch has no boxes kind (arrays).
         max_samples: the number of samples shown from each batch (``None``: all).
         layout: ``"HWC"``, ``"CHW"`` or ``"HW"``, overriding the batches' own layout (or the
             guess from the shape where they have none).
@@ -102,7 +140,9 @@ def render_grid(
 
     Raises:
         ArgumentError: a batch's kind is not drawn as pixels (the message names the kind and
-            what to do instead).
+            what to do instead); a target batch with no image batch before it, or a second
+            one of its kind; a target of a shape that cannot be drawn (the message names the
+            batch or keyword and the sample).
         ValueError: a sample is not an image (its shape), or the batches or titles do not match.
 
     Example:
@@ -111,7 +151,26 @@ def render_grid(
         >>> render_grid(batch, tile=128).size
         (532, 532)
     """
-    images, captions, default_columns = _panels(batches, titles, labels, max_samples, layout)
+    targets = _Targets(boxes, masks, keypoints, polygons, vertices, class_names, mask_alpha)
+    targets = targets._replace(box_format=box_format)
+    return _render(batches, columns, titles, labels, max_samples, layout, targets, tile)
+
+
+def _render(
+    batches: Sequence[Any],
+    columns: int | None,
+    titles: Sequence[str] | None,
+    labels: Any,
+    max_samples: int | None,
+    layout: str | None,
+    targets: _Targets,
+    tile: int,
+    fit: Callable[[np.ndarray, int, int], Image.Image] | None = None,
+) -> Image.Image:
+    """``render_grid``, with ``fit`` (see ``_panels``): what the viewer calls."""
+    images, captions, default_columns = _panels(
+        batches, titles, labels, max_samples, layout, targets, tile, fit
+    )
     return grid.render_tiles(images, captions, columns or default_columns, tile, _PAD)
 
 
@@ -120,6 +179,14 @@ def image_grid_png(
     columns: int | None = None,
     titles: Sequence[str] | None = None,
     labels: Any = None,
+    boxes: Any = None,
+    masks: Any = None,
+    keypoints: Any = None,
+    polygons: Any = None,
+    vertices: Any = None,
+    class_names: Mapping[int, str] | Sequence[str] | None = None,
+    mask_alpha: float = 0.45,
+    box_format: str | None = None,
     max_samples: int | None = 16,
     layout: str | None = None,
     tile: int = 256,
@@ -138,6 +205,14 @@ def image_grid_png(
         columns=columns,
         titles=titles,
         labels=labels,
+        boxes=boxes,
+        masks=masks,
+        keypoints=keypoints,
+        polygons=polygons,
+        vertices=vertices,
+        class_names=class_names,
+        mask_alpha=mask_alpha,
+        box_format=box_format,
         max_samples=max_samples,
         layout=layout,
         tile=tile,
@@ -150,6 +225,14 @@ def image_grid(
     columns: int | None = None,
     titles: Sequence[str] | None = None,
     labels: Any = None,
+    boxes: Any = None,
+    masks: Any = None,
+    keypoints: Any = None,
+    polygons: Any = None,
+    vertices: Any = None,
+    class_names: Mapping[int, str] | Sequence[str] | None = None,
+    mask_alpha: float = 0.45,
+    box_format: str | None = None,
     max_samples: int | None = 16,
     layout: str | None = None,
     tile: int = 256,
@@ -171,7 +254,15 @@ def image_grid(
         (6, [2.68, 4.0])
         >>> fig.savefig("before_after.png")  # doctest: +SKIP
     """
-    images, captions, default_columns = _panels(batches, titles, labels, max_samples, layout)
+    images, captions, default_columns = _panels(
+        batches,
+        titles,
+        labels,
+        max_samples,
+        layout,
+        _Targets(boxes, masks, keypoints, polygons, vertices, class_names, mask_alpha, box_format),
+        tile,
+    )
     return _figure(images, captions, columns or default_columns, tile, figsize)
 
 
@@ -180,6 +271,14 @@ def show_images(
     columns: int | None = None,
     titles: Sequence[str] | None = None,
     labels: Any = None,
+    boxes: Any = None,
+    masks: Any = None,
+    keypoints: Any = None,
+    polygons: Any = None,
+    vertices: Any = None,
+    class_names: Mapping[int, str] | Sequence[str] | None = None,
+    mask_alpha: float = 0.45,
+    box_format: str | None = None,
     max_samples: int | None = 16,
     layout: str | None = None,
     tile: int = 256,
@@ -207,7 +306,15 @@ def show_images(
         >>> images, resized, labels = p.run()  # doctest: +SKIP
         >>> show_images(images, resized, labels=labels)  # doctest: +SKIP
     """
-    images, captions, default_columns = _panels(batches, titles, labels, max_samples, layout)
+    images, captions, default_columns = _panels(
+        batches,
+        titles,
+        labels,
+        max_samples,
+        layout,
+        _Targets(boxes, masks, keypoints, polygons, vertices, class_names, mask_alpha, box_format),
+        tile,
+    )
     columns = columns or default_columns
     chosen = _chosen_backend()
     if chosen is None:
@@ -229,30 +336,112 @@ class _Batch(NamedTuple):
     kind: Kind = GENERIC
 
 
+class _Targets(NamedTuple):
+    """The overlay keywords of a call (``None``: not given)."""
+
+    boxes: Any = None
+    masks: Any = None
+    keypoints: Any = None
+    polygons: Any = None
+    vertices: Any = None
+    class_names: Mapping[int, str] | Sequence[str] | None = None
+    mask_alpha: float = 0.45
+    box_format: str | None = None
+
+
+# The kinds taken as the overlays (or per-box labels) of the image batch before them.
+_TARGET_KINDS = ("boxes", "keypoints", "polygons", "vertices", "labels")
+_KEYWORD_OF = {"boxes": "boxes", "mask": "masks", "keypoints": "keypoints"}
+
+
+class _Column(NamedTuple):
+    """An image batch (a column of the grid) and the batches drawn over it, by kind name
+    ("boxes", "mask", "keypoints", "polygons", "vertices", "labels") -> (where, batch)."""
+
+    index: int  # among the positional batches
+    batch: _Batch
+    targets: dict[str, tuple[str, _Batch]]
+
+
+def _columns(loaded: list[_Batch]) -> list[_Column]:
+    """The positional batches as columns: a batch of a target kind goes with the image batch
+    before it (see ``show_images``); errors name the batch."""
+    columns: list[_Column] = []
+    several = len(loaded) > 1
+    for k, batch in enumerate(loaded):
+        name = batch.kind.name
+        which = f"batch {k}" if several else "the batch"
+        if name in _TARGET_KINDS or (name == "mask" and _fits(batch, columns)):
+            if not columns:
+                reason = grid.not_drawn(batch.kind) or "it is drawn over an image"
+                raise ArgumentError(
+                    f"{which} is of kind {batch.kind}, which is not drawn: {reason}. Give it "
+                    f"after the images it belongs to (show_images(images, {name})) or as "
+                    f"{_KEYWORD_OF.get(name, name)}="
+                )
+            column = columns[-1]
+            if name in column.targets:
+                raise ArgumentError(
+                    f"batch {k} is a second {name} batch for the images of batch "
+                    f"{column.index} ({column.targets[name][0]} is already theirs): give one, "
+                    f"or give each image batch its own (show_images(a, boxes_a, b, boxes_b))"
+                )
+            column.targets[name] = (f"batch {k}", batch)
+            continue
+        reason = grid.not_drawn(batch.kind)
+        if reason is not None:
+            raise ArgumentError(f"{which} is of kind {batch.kind}, which is not drawn: {reason}")
+        columns.append(_Column(k, batch, {}))
+    return columns
+
+
+def _fits(mask: _Batch, columns: list[_Column]) -> bool:
+    """Whether a mask batch is the label map of the image batch before it: that batch is not
+    a mask, has no mask yet, and each mask is of its image's height and width."""
+    if not columns or columns[-1].batch.kind.name == "mask" or "mask" in columns[-1].targets:
+        return False
+    images = columns[-1].batch
+    if len(images.samples) != len(mask.samples):
+        return False
+    for image, label_map in zip(images.samples, mask.samples, strict=True):
+        layout = grid.image_layout(image.shape, images.layout)
+        if layout is None or label_map.ndim not in (2, 3):
+            return False
+        size = tuple(image.shape[layout.index(a)] for a in "HW")
+        if tuple(label_map.shape[:2]) != size:
+            return False
+    return True
+
+
 def _panels(
     batches: Sequence[Any],
     titles: Sequence[str] | None,
     labels: Any,
     max_samples: int | None,
     layout: str | None,
+    targets: _Targets | None = None,
+    tile: int = 256,
+    fit: Callable[[np.ndarray, int, int], Image.Image] | None = None,
 ) -> tuple[list[np.ndarray], list[str], int]:
-    """``(pixels per tile, title per tile, default columns)``, tiles in drawing order."""
+    """``(pixels per tile, title per tile, default columns)``, tiles in drawing order; a tile
+    with overlays is already fitted to ``tile`` and drawn on. ``fit(pixels, tile, position)``:
+    fits every tile instead of ``grid.fit`` (the viewer's cache of fitted tiles, which lets
+    it redraw overlays without fitting the photos again)."""
     if not batches:
         raise TypeError("give at least one batch of images to show")
     loaded = [_as_batch(b, layout) for b in batches]
-    for k, batch in enumerate(loaded):
-        reason = grid.not_drawn(batch.kind)
-        if reason is not None:
-            which = f"batch {k}" if len(loaded) > 1 else "the batch"
-            raise ArgumentError(f"{which} is of kind {batch.kind}, which is not drawn: {reason}")
     sizes = [len(b.samples) for b in loaded]
     if len(set(sizes)) > 1:
         raise ValueError(f"batches laid side by side need the same number of samples, got {sizes}")
+    targets = targets or _Targets()
+    columns = _columns(loaded)
     count = sizes[0] if max_samples is None else min(sizes[0], max_samples)
-    label_texts = _label_texts(labels, count) if labels is not None else [""] * count
+    _adopt_keywords(columns[0], targets, count)
+    keyword_labels = _label_values(labels, count, "labels=") if labels is not None else None
     images, defaults, ranges = [], [], []
     for i in range(count):
-        for k, batch in enumerate(loaded):
+        for column in columns:
+            batch, k = column.batch, column.index
             sample = batch.samples[i]
             sample_layout = grid.image_layout(sample.shape, batch.layout)
             if sample_layout is None:
@@ -263,9 +452,18 @@ def _panels(
                     f"none of size 0; pass layout= if the guess from the shape is wrong)"
                 )
             pixels, value_range = grid.to_display(sample, sample_layout, batch.kind)
+            overlay, title_label = _overlay(column, i, keyword_labels, targets)
+            if fit is not None:
+                fitted = fit(pixels, tile, len(images))
+                size = (pixels.shape[1], pixels.shape[0])
+                pixels = _drawn(fitted.copy(), size, overlay, column, i, targets)
+            elif overlay:
+                size = (pixels.shape[1], pixels.shape[0])
+                pixels = _drawn(grid.fit(pixels, tile), size, overlay, column, i, targets)
             images.append(pixels)
             ranges.append(value_range)
-            defaults.append(" · ".join(t for t in (batch.sources[i], label_texts[i]) if t))
+            label = "" if title_label is None else _title_label(title_label, targets.class_names)
+            defaults.append(" · ".join(t for t in (batch.sources[i], label) if t))
     if titles is not None:
         titles = list(titles)
         if len(titles) < len(images):
@@ -275,7 +473,138 @@ def _panels(
             )
         defaults = titles[: len(images)]
     captions = [grid.caption(text, r) for text, r in zip(defaults, ranges, strict=True)]
-    return images, captions, len(loaded) if len(loaded) > 1 else max(1, min(count, 4))
+    return images, captions, len(columns) if len(columns) > 1 else max(1, min(count, 4))
+
+
+def _adopt_keywords(column: _Column, targets: _Targets, count: int) -> None:
+    """The overlay keywords go with the first image batch, in place of a positional batch of
+    the same kind (explicit keywords win)."""
+    for name, value in (
+        ("boxes", targets.boxes),
+        ("mask", targets.masks),
+        ("keypoints", targets.keypoints),
+        ("polygons", targets.polygons),
+        ("vertices", targets.vertices),
+    ):
+        if value is None:
+            continue
+        keyword = f"{_KEYWORD_OF.get(name, name)}="
+        batch = _as_targets(value, keyword)
+        if len(batch.samples) < count:
+            raise ArgumentError(
+                f"{keyword} has {len(batch.samples)} samples for {count} images shown"
+            )
+        column.targets[name] = (keyword, batch)
+
+
+def _overlay(
+    column: _Column, i: int, keyword_labels: list[np.ndarray] | None, targets: _Targets
+) -> tuple[overlays.Overlay, np.ndarray | None]:
+    """The overlay of sample ``i`` of ``column``, and the label for its title (``None``: no
+    label in the title: none given, or one per box)."""
+    found = column.targets
+    overlay = overlays.Overlay()
+    if "boxes" in found:
+        kind = found["boxes"][1].kind
+        overlay.boxes = _target_sample(found, "boxes", i)
+        if kind.name == "boxes":
+            overlay.box_format, overlay.boxes_relative = kind.box_format or "ltrb", kind.relative
+        else:
+            overlay.box_format = targets.box_format or "ltrb"
+    if "mask" in found:
+        overlay.mask = _target_sample(found, "mask", i)
+    if "keypoints" in found:
+        kind = found["keypoints"][1].kind
+        overlay.keypoints = _target_sample(found, "keypoints", i)
+        overlay.keypoints_relative = kind.relative if kind.name == "keypoints" else None
+    if "polygons" in found or "vertices" in found:
+        missing = "vertices" if "polygons" in found else "polygons"
+        if missing not in found:
+            given = found["vertices" if missing == "polygons" else "polygons"][0]
+            raise ArgumentError(
+                f"{given} gives {'polygons' if missing == 'vertices' else 'vertices'} without "
+                f"their {missing}: polygons and vertices go together (readers.coco's outputs: "
+                f"give both)"
+            )
+        kind = found["vertices"][1].kind
+        overlay.polygons = _target_sample(found, "polygons", i)
+        overlay.vertices = _target_sample(found, "vertices", i)
+        overlay.vertices_relative = kind.relative if kind.name == "vertices" else None
+    _check(overlay, found, i)
+    if "labels" in found:
+        value = _label_values(found["labels"][1], i + 1, found["labels"][0])[i]
+    elif keyword_labels is not None:
+        value = keyword_labels[i]
+    else:
+        return overlay, None
+    if value.dtype.kind in "OU":  # class names given as labels: titles only
+        return overlay, value
+    boxes = None if overlay.boxes is None else np.asarray(overlay.boxes).reshape(-1, 4)
+    objects = _object_count(overlay)
+    if boxes is not None and value.size == len(boxes):
+        overlay.box_labels = value.ravel()
+        return overlay, None
+    if boxes is None and objects is not None and value.size == objects:
+        overlay.box_labels = value.ravel()  # one per polygon's object (mask_idx)
+        return overlay, (value if value.size == 1 else None)  # one: the image's label too
+    if boxes is not None and value.size != 1:
+        where = found["labels"][0] if "labels" in found else "labels="
+        raise ArgumentError(
+            f"{where}, sample {i}: {value.size} labels for {len(boxes)} boxes (give one label "
+            f"per box, or one per image for its title)"
+        )
+    return overlay, value
+
+
+def _object_count(overlay: overlays.Overlay) -> int | None:
+    if overlay.polygons is None:
+        return None
+    rows = np.asarray(overlay.polygons).reshape(-1, 3)
+    return int(rows[:, 0].max()) + 1 if rows.size else 0
+
+
+def _target_sample(found: dict[str, tuple[str, _Batch]], name: str, i: int) -> np.ndarray:
+    where, batch = found[name]
+    if i >= len(batch.samples):
+        raise ArgumentError(f"{where} has {len(batch.samples)} samples; sample {i} is shown")
+    return batch.samples[i]
+
+
+def _drawn(
+    picture: Image.Image,
+    size: tuple[int, int],
+    overlay: overlays.Overlay,
+    column: _Column,
+    i: int,
+    targets: _Targets,
+) -> np.ndarray:
+    """``overlay`` drawn on ``picture`` (an image of ``size`` pixels fitted to its tile), as
+    an array (errors name the batch)."""
+    if overlay:
+        _check(overlay, column.targets, i)
+        picture = overlays.draw(picture, overlay, size, targets.class_names, targets.mask_alpha)
+    return np.asarray(picture)
+
+
+def _check(overlay: overlays.Overlay, found: dict[str, tuple[str, _Batch]], i: int) -> None:
+    """``overlays.check``, its error naming the batch or keyword and the sample."""
+    try:
+        overlays.check(overlay)
+    except ValueError as exc:
+        what = str(exc).split(":", 1)[0]
+        name = {"masks": "mask"}.get(what, what)
+        where = found.get(name, ("labels=" if name == "labels" else what,))[0]
+        raise ArgumentError(f"{where}, sample {i}: {exc}") from None
+
+
+def _title_label(value: np.ndarray, class_names: Any) -> str:
+    """A title's label: ``"3"``, or ``"3 people"`` where the class name is known."""
+    text = grid.label_text(value)
+    if class_names is not None and value.size == 1 and value.dtype.kind in "iu":
+        name = overlays.class_name(value.ravel()[0], class_names)
+        if name != text:
+            text = f"{text} {name}"
+    return text
 
 
 def _as_batch(value: Any, layout: str | None) -> _Batch:
@@ -309,18 +638,37 @@ def _to_host(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
-def _label_texts(labels: Any, count: int) -> list[str]:
-    if isinstance(labels, DataNode):
-        labels = labels.get()
-    if isinstance(labels, TensorList):
-        values = [np.asarray(t) for t in labels]
-    elif isinstance(labels, str):
-        raise TypeError("labels must be one label per sample, not a single string")
+def _as_targets(value: Any, where: str) -> _Batch:
+    """A batch of boxes, masks, points... given by keyword: a TensorList (its kind says the
+    coordinates' format), a debug node, a list of arrays, or an array whose first axis is
+    the batch."""
+    if isinstance(value, DataNode):
+        value = value.get()
+    if isinstance(value, TensorList):
+        return _Batch(
+            [np.asarray(t) for t in value], value.layout(), value.source_info(), value.kind
+        )
+    if isinstance(value, (str, bytes)) or np.isscalar(value):
+        raise ArgumentError(f"{where} must be one value per sample (a batch), got {value!r}")
+    samples = [_to_host(s) for s in value]
+    return _Batch(samples, "", [""] * len(samples))
+
+
+def _label_values(labels: Any, count: int, where: str = "labels=") -> list[np.ndarray]:
+    if isinstance(labels, _Batch):
+        values: list[Any] = labels.samples
     else:
-        values = labels if isinstance(labels, (list, tuple)) else list(_to_host(labels))
+        if isinstance(labels, DataNode):
+            labels = labels.get()
+        if isinstance(labels, TensorList):
+            values = [np.asarray(t) for t in labels]
+        elif isinstance(labels, str):
+            raise TypeError("labels must be one label per sample, not a single string")
+        else:
+            values = labels if isinstance(labels, (list, tuple)) else list(_to_host(labels))
     if len(values) < count:
-        raise ValueError(f"labels has {len(values)} entries for {count} samples shown")
-    return [grid.label_text(v if isinstance(v, str) else _to_host(v)) for v in values[:count]]
+        raise ValueError(f"{where} has {len(values)} entries for {count} samples shown")
+    return [np.asarray(v if isinstance(v, str) else _to_host(v)) for v in values[:count]]
 
 
 # --- matplotlib -------------------------------------------------------------------------------

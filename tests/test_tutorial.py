@@ -23,6 +23,7 @@ def tutorial() -> dict:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    plt.close("all")  # count only the tutorial's own figures
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(ROOT)
         namespace = runpy.run_path(str(TUTORIAL))

@@ -251,14 +251,18 @@ def test_a_sample_that_is_not_an_image_is_named():
 
 
 # --- what is drawn: by the batch's kind ---------------------------------------------------------
-def test_labels_passed_as_a_batch_of_images_are_refused_with_a_hint():
+def test_labels_after_their_images_title_them_and_labels_alone_are_refused():
     images = TensorList([photo_like(0), photo_like(1)], "HWC", ["a.jpg", "b.jpg"], kind=kinds.IMAGE)
     labels = TensorList([np.array([3], np.int32), np.array([1], np.int32)], kind=kinds.LABELS)
     assert titles_of(viz.show_images(images, labels=labels)) == ["a.jpg · 3", "b.jpg · 1"]
-    with pytest.raises(ArgumentError, match=r"batch 1 is of kind labels, .*pass them as labels="):
-        viz.show_images(images, labels)
-    with pytest.raises(ArgumentError, match=r"^the batch is of kind labels"):
+    # By their kind, labels after the images are those images' labels (pipe.run()'s order).
+    assert titles_of(viz.show_images(images, labels)) == ["a.jpg · 3", "b.jpg · 1"]
+    named = viz.show_images(images, labels, class_names={3: "people"})
+    assert titles_of(named) == ["a.jpg · 3 people", "b.jpg · 1"]
+    with pytest.raises(ArgumentError, match=r"^the batch is of kind labels.*pass them as labels="):
         viz.image_grid_png(labels)
+    with pytest.raises(ArgumentError, match=r"^batch 0 is of kind labels.*after the images"):
+        viz.image_grid_png(labels, images)
 
 
 NOT_PIXELS = {

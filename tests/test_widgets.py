@@ -127,10 +127,12 @@ def test_shows_the_first_image_output_with_every_node_to_pick(viewer, pipe):
 def test_titles_carry_label_and_source_file(viewer, pipe):
     labels = pipe.value("reader[1]")
     sources = pipe.value("edit").source_info()
+    names = pipe.class_names()  # readers.file's class folders, by label
     assert viewer._titles(viewer.batch) == [
-        f"{int(labels.at(i)[0])} · {sources[i]}" for i in range(BATCH)
+        f"{sources[i]} · {int(labels.at(i)[0])} {names[int(labels.at(i)[0])]}" for i in range(BATCH)
     ]
     assert sources[0] == "animals/chelsea_cat.jpg"
+    assert viewer._titles(viewer.batch)[0] == "animals/chelsea_cat.jpg · 0 animals"
 
 
 def test_max_samples_limits_the_tiles(pipe):
@@ -324,8 +326,9 @@ def test_titles_come_from_the_labels_output_not_from_another_int32_value(image_d
     # What the old guess took for labels ("the first int32 output of shape (1,)"): not them.
     assert scores.dtype == types.INT32 and scores.shape() == [(1,)] * BATCH
     assert all(scores.at(i)[0] >= 100 for i in range(BATCH))
+    names = pipe.class_names()
     assert viewer._titles(viewer.batch) == [
-        f"{int(labels.at(i)[0])} · {sources[i]}" for i in range(BATCH)
+        f"{sources[i]} · {int(labels.at(i)[0])} {names[int(labels.at(i)[0])]}" for i in range(BATCH)
     ]
     pipe.close()
 
@@ -744,3 +747,217 @@ def augkit_eager_blur(batch, sigma):
 
     out = eager.gaussian_blur(batch, sigma=sigma)  # a TensorList: its layout HWC goes along
     return [out.at(i) for i in range(len(out))]
+
+
+# --- overlays -----------------------------------------------------------------------------------
+RED = (214, 39, 40)  # class 5's colour (augkit.overlays.PALETTE)
+SQUARE = np.array([[0.2, 0.25, 0.7, 0.8]], np.float32)  # one relative ltrb box
+
+
+def boxes_pipe(photos, *, separate: bool = False) -> Pipeline:
+    """Real photos (64 x 64) with one box of class 5 each, then: flip([images, boxes]) with a
+    random coin, brightness of the flipped images, and a rotation of the images alone.
+    ``separate``: the boxes come from a source of their own (the graph cannot link them)."""
+    small = [np.asarray(Image.fromarray(p).resize((64, 64))) for p in photos[:4]]
+    pipe = Pipeline(
+        batch_size=4,
+        num_threads=1,
+        device_id=None,
+        seed=5,
+        exec_async=False,
+        exec_pipelined=False,
+    )
+    with pipe:
+        if separate:
+            images = fn.external_source(source=lambda: small, layout="HWC", name="images")
+            boxes = fn.external_source(source=lambda: [SQUARE] * 4, kind="boxes", name="boxes")
+            labels = fn.external_source(
+                source=lambda: [np.array([5], np.int32)] * 4, kind="labels", name="labels"
+            )
+            pipe.set_outputs(fn.brightness(images, brightness=1.5, name="bright"), boxes, labels)
+            return pipe
+        images, boxes, labels = fn.external_source(
+            source=lambda: (small, [SQUARE] * 4, [np.array([5], np.int32)] * 4),
+            num_outputs=3,
+            layout=["HWC", "", ""],
+            kind=["image", "boxes", "labels"],
+            name="source",
+        )
+        coin = fn.random.coin_flip(probability=0.5, name="coin")
+        flipped, flipped_boxes = fn.flip([images, boxes], horizontal=coin)
+        bright = fn.brightness(flipped, brightness=1.5, name="bright")
+        turned = fn.rotate(images, angle=30.0, name="turned")
+        pipe.set_outputs(bright, flipped_boxes, labels, turned)
+    return pipe
+
+
+def red_pixels(viewer: Viewer) -> int:
+    return int((np.asarray(picture(viewer)) == RED).all(axis=-1).sum())
+
+
+def test_the_targets_at_the_same_point_of_the_graph_are_drawn_over_an_image(photos):
+    pipe = boxes_pipe(photos)
+    viewer = Viewer(pipe, tile=TILE)
+    assert viewer.error.value == ""
+    flip_nodes = [n for n in pipe.nodes() if n.startswith("Flip")]
+    assert len(flip_nodes) == 2  # one call, two input sets
+    flipped_boxes = next(n for n in flip_nodes if pipe.value(n).kind.name == "boxes")
+    # The output shown: brightness of the flipped images -> the flipped boxes (the same call
+    # as the flipped images), with the source's labels.
+    assert viewer.node_picker.value == "bright"
+    assert viewer.overlays == {"boxes": flipped_boxes, "labels": "source[2]"}
+    assert red_pixels(viewer) > 20
+    viewer.show("source[0]")  # the images as read: the boxes as read
+    assert viewer.overlays == {"boxes": "source[1]", "labels": "source[2]"}
+    viewer.show("turned")  # rotated without their boxes: the boxes are not theirs
+    assert viewer.overlays == {}
+    assert red_pixels(viewer) == 0
+    assert viewer._toggles_box.layout.display == "none"
+    viewer.show("coin")  # not an image: no overlays
+    assert viewer.overlays == {}
+    pipe.close()
+
+
+def test_the_flipped_boxes_are_drawn_where_the_flipped_images_put_them(photos):
+    pipe = boxes_pipe(photos)
+    viewer = Viewer(pipe, tile=TILE, columns=4)
+    coins = [int(pipe.value("coin").at(i)) for i in range(4)]
+    assert 0 < sum(coins) < 4  # seed 5: some flipped, some not
+    pixels = np.asarray(picture(viewer))
+    band = grid.title_height(TILE)
+    for i, flipped in enumerate(coins):
+        left = 4 + i * (TILE + 4)
+        tile = pixels[4 + band : 4 + band + TILE, left : left + TILE]
+        columns = np.nonzero((tile == RED).all(axis=-1).any(axis=0))[0]
+        low, high = (1 - 0.7, 1 - 0.2) if flipped else (0.2, 0.7)
+        assert abs(columns.min() - low * TILE) <= 1 and abs(columns.max() + 1 - high * TILE) <= 1
+    pipe.close()
+
+
+def test_toggles_redraw_without_running_the_pipeline(photos):
+    pipe = boxes_pipe(photos)
+    viewer = Viewer(pipe, tile=TILE)
+    toggle = viewer.overlay_toggles["boxes"]
+    assert list(viewer._toggles_box.children) == [toggle]  # only the kinds present
+    assert viewer._toggles_box.layout.display is None
+    with_boxes, ran = viewer.image.value, calls(pipe)
+    toggle.value = False
+    assert viewer.error.value == "" and red_pixels(viewer) == 0
+    assert calls(pipe) == ran  # nothing ran again
+    toggle.value = True
+    assert viewer.image.value == with_boxes
+    assert calls(pipe) == ran
+    pipe.close()
+
+
+def test_targets_from_other_sources_are_the_outputs_of_the_pipeline(photos):
+    pipe = boxes_pipe(photos, separate=True)
+    viewer = Viewer(pipe, tile=TILE)
+    assert viewer.node_picker.value == "bright"
+    assert viewer.overlays == {"boxes": "boxes", "labels": "labels"}
+    assert red_pixels(viewer) > 20
+    viewer.show("images")  # an intermediate node: no fallback to the outputs
+    assert viewer.overlays == {}
+    pipe.close()
+
+
+def test_a_python_functions_boxes_and_mask_of_an_image_are_its_overlays(image_dir):
+    pipe = kinds_pipe(image_dir)
+    viewer = Viewer(pipe, tile=TILE)
+    assert viewer.node_picker.value == "resize"
+    # the reader's labels too: one per image, they title the tiles and are not drawn on boxes
+    assert viewer.overlays == {"boxes": "boxes", "mask": "mask", "labels": "reader[1]"}
+    assert set(viewer._toggles_box.children) == {
+        viewer.overlay_toggles["boxes"],
+        viewer.overlay_toggles["masks"],
+    }
+    masked = viewer.image.value
+    viewer.overlay_toggles["masks"].value = False
+    assert viewer.image.value != masked
+    viewer.show("decode")  # the images before the resize: the mask (scaled) and relative boxes
+    assert viewer.overlays == {"boxes": "boxes", "mask": "mask", "labels": "reader[1]"}
+    pipe.close()
+
+
+def test_readers_coco_boxes_go_with_the_decoded_images_and_bb_flip_with_flip(image_dir):
+    pipe = Pipeline(
+        batch_size=4,
+        num_threads=1,
+        device_id=None,
+        seed=2,
+        exec_async=False,
+        exec_pipelined=False,
+    )
+    with pipe:
+        jpegs, boxes, labels, _polygons, _vertices = fn.readers.coco(
+            file_root=str(image_dir),
+            annotations_file=str(image_dir.parent / "annotations" / "instances.json"),
+            ltrb=True,
+            ratio=True,
+            polygon_masks=True,
+            name="reader",
+        )
+        images = fn.decoders.image(jpegs, name="decode")
+        coin = fn.random.coin_flip(probability=0.5, name="coin")
+        flipped = fn.flip(images, horizontal=coin, name="flip")
+        flipped_boxes = fn.bb_flip(boxes, horizontal=coin, ltrb=True, name="bb_flip")
+        pipe.set_outputs(flipped, flipped_boxes, labels)
+    viewer = Viewer(pipe, tile=TILE)
+    assert viewer.error.value == ""
+    assert viewer.overlays == {"boxes": "bb_flip", "labels": "reader[2]"}
+    viewer.show("decode")
+    assert viewer.overlays == {
+        "boxes": "reader[1]",
+        "labels": "reader[2]",
+        "polygons": "reader[3]",
+        "vertices": "reader[4]",
+    }
+    assert {t.description for t in viewer._toggles_box.children} == {"boxes", "polygons"}
+    pipe.close()
+
+
+def test_targets_that_cannot_be_drawn_leave_the_images_and_say_why(image_dir):
+    pipe = Pipeline(
+        batch_size=2, num_threads=1, device_id=None, exec_async=False, exec_pipelined=False
+    )
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=str(image_dir))
+        images = fn.decoders.image(jpegs, name="decode")
+        wrong = fn.python_function(
+            images, function=lambda im: np.zeros((2, 3), np.float32), kind="boxes", name="wrong"
+        )
+        pipe.set_outputs(images, wrong)
+    viewer = Viewer(pipe, tile=TILE)
+    assert viewer.overlays["boxes"] == "wrong"
+    assert "boxes=, sample 0: boxes: expected N x 4 coordinates, got shape (2, 3)" in (
+        viewer.error.value
+    )
+    assert viewer.image.layout.display is None and picture(viewer).size[0] > TILE
+    viewer.overlay_toggles["boxes"].value = False  # without them: no error
+    assert viewer.error.value == ""
+    pipe.close()
+
+
+def test_overlays_of_one_call_with_input_sets_follow_the_image_through_later_nodes():
+    from augkit import kinds
+    from augkit.widgets.viewer import overlay_nodes
+
+    image = np.zeros((20, 30, 3), np.uint8)
+    boxes = np.array([[0.1, 0.1, 0.5, 0.5]], np.float32)
+    pipe = Pipeline(batch_size=2, num_threads=1, device_id=None, seed=1)
+    with pipe:
+        images = fn.external_source(source=lambda: [image] * 2, batch=True, layout="HWC")
+        b = fn.python_function(
+            fn.external_source(source=lambda: [boxes] * 2, batch=True),
+            function=lambda x: x,
+            kind=kinds.BOXES,
+        )
+        rotated, moved = fn.rotate([images, b], angle=fn.random.uniform(range=(-20, 20)))
+        flipped = fn.flip(images, name="alone")  # not moved with the boxes
+        bright = fn.brightness_contrast(rotated, brightness=1.2, name="bright")
+        pipe.set_outputs(bright, flipped, moved)
+    pipe.run()
+    assert overlay_nodes(pipe, "bright") == {"boxes": moved.name}
+    assert overlay_nodes(pipe, rotated.name) == {"boxes": moved.name}
+    assert "boxes" not in overlay_nodes(pipe, "alone")
+    pipe.close()

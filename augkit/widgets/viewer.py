@@ -11,6 +11,45 @@ Decisions and traps:
   generic node (a Python function's output that gave no ``kind=`` and no image layout) is
   drawn when its samples have an image's shape, as a function may return images unsaid.
 - The summary line and the table say the kind, so that a node shown as values tells why.
+- Tiles are titled "source file · label", the label with its class name where a reader knows
+  it (``Pipeline.class_names()``: readers.file's class folders, readers.coco's categories):
+  "people/grace_hopper.jpg · 3 people". Labels drawn on their boxes are not repeated there.
+
+Overlays: which targets belong to an image node (``overlay_nodes``). The boxes, masks,
+keypoints, polygons + vertices and per-box labels drawn over the node shown are the ones at the
+same point of the graph, worked out from the graph alone (``DataNode.source``, its ``inputs``,
+``arg_nodes`` and ``seed_group``), never from the values:
+
+1. Every node has a *lineage*: the reader or source it comes from along first inputs, and the
+   transformations on the way. A transformation is an operator that moves pixels or
+   coordinates: those of ``augkit.operators.geometric`` (flip, rotate, resize, crops, warps,
+   paste...), crop_mirror_normalize, the cropping decoders, the box and coordinate operators
+   (bb_flip, coord_flip, bbox_rotate, coord_transform, bbox_paste, random_bbox_crop), and a
+   Python operator that takes a target or returns several outputs (a function that moves
+   boxes takes them and returns them). Colour operators, casts, decoders and a Python
+   operator of one image are no transformation: their output keeps its input's targets.
+2. A transformation is known by the per-sample values it uses (its argument inputs and its
+   inputs after the first: ``fn.flip(images, horizontal=coin)`` and ``fn.bb_flip(boxes,
+   horizontal=coin)`` are one transformation, as ``fn.slice(images, anchor, shape)`` is with
+   the ``random_bbox_crop`` that drew them), else by its call: the input sets of one call
+   (``fn.rotate([images, boxes], angle=...)``) share a ``seed_group``.
+3. A target belongs to the image when both lineages are equal; for a mask and for relative
+   coordinates, a resize without a region of interest does not count (it leaves fractions of
+   the image size right), for absolute coordinates it does. So readers.coco's boxes belong to
+   its decoded images, the rotated boxes to the rotated images, and the reader's boxes not to
+   the images rotated without them.
+4. Of several targets of one kind, the nearest: an output of the image's own operator, then of
+   the same call, then of the operators it comes from (nearest first), then the rest (boxes a
+   Python function computed from the image).
+5. Labels, which geometry does not move, also come from beside the chosen boxes, where those
+   come from (readers.coco's labels for the boxes fn.bb_flip flipped); they are drawn on the
+   boxes only when every sample has one per box.
+6. Where the graph cannot link them (the targets come from another source or reader than the
+   image: two external sources), a node that is one of the pipeline's outputs gets the
+   pipeline's outputs of the kinds still missing.
+
+A checkbox per overlay kind present (boxes, masks, keypoints, polygons) turns it on and off;
+that redraws the batch on screen and runs nothing.
 
 Example:
     >>> import numpy as np
@@ -51,9 +90,12 @@ import ipywidgets as widgets
 import numpy as np
 from traitlets import TraitError
 
-from augkit import grid, viz
-from augkit.errors import ArgumentError, GraphError, suggest
+from augkit import grid, overlays, viz
+from augkit.errors import ArgumentError, AugkitError, GraphError, suggest
+from augkit.graph import DataNode, OperatorNode
+from augkit.kinds import GENERIC, Kind
 from augkit.pipeline import Pipeline
+from augkit.static_checks import check_kinds
 from augkit.tensors import TensorList
 from augkit.widgets.controls import (
     ArgumentControls,
@@ -68,9 +110,11 @@ class Viewer:
     """Look at a pipeline's batches, and change its Python functions while looking.
 
     The grid shows one node of the last batch: any output, or any intermediate node (the
-    picker lists them all). Tiles are titled with the sample's label (from the pipeline's first
-    output of kind ``labels``, when it has one) and its source file. A node whose kind is not
-    pixels (labels, boxes, encoded bytes...) is shown as a table of its values.
+    picker lists them all). Tiles are titled with the sample's source file and its label (from
+    the pipeline's first output of kind ``labels``, when it has one, with its class name). The
+    boxes, masks, keypoints and polygons that belong to an image node (see the module
+    docstring) are drawn over it, each kind with a checkbox. A node whose kind is not pixels
+    (labels, boxes, encoded bytes...) is shown as a table of its values.
 
     - **Next batch** runs the pipeline (``pipe.run()``); **Rerun** runs the same input samples
       through the graph again with new random draws (``pipe.rerun()``); **Reset** starts the
@@ -108,6 +152,9 @@ class Viewer:
         values: an HTML table of the values, for a node that is not drawn as images (its kind
             is not pixels, or its samples have no image's shape).
         summary: one HTML line: node, batch size, dtype, layout, kind, shapes.
+        overlay_toggles: overlay kind ("boxes", "masks", "keypoints", "polygons") -> its
+            Checkbox (shown for the kinds the node on screen has).
+        overlays: target kind -> name of the node drawn over the node shown.
         error: HTML with the last error and its traceback ("" after a success).
         timings: HTML table of the per-operator times (``pipe.profile()``).
         code: HTML with the Python operator calls, current values bound.
@@ -141,6 +188,11 @@ class Viewer:
         self._outputs: list[str] = []  # the pipeline's outputs by node name
         self._has_batch = False
         self._picking = False  # the picker's options are being replaced: do not render
+        self._targets: dict[str, dict[str, str]] = {}  # node name -> its overlay nodes
+        self._class_names: dict[int, str] | None = None
+        self._fitted_batch: TensorList | None = None  # the batch whose tiles are fitted
+        self._fitted: dict[int, Any] = {}  # tile position -> the photo fitted to it
+        self.overlays: dict[str, str] = {}
 
         self.next_button = widgets.Button(
             description="Next batch", icon="forward", tooltip="pipe.run(): the next batch"
@@ -157,6 +209,15 @@ class Viewer:
         )
         self.node_picker = widgets.Dropdown(description="show", options=[])
         self.summary = widgets.HTML()
+        self.overlay_toggles = {
+            name: widgets.Checkbox(value=True, description=name, indent=False)
+            for name in overlays.OVERLAY_KINDS
+        }
+        for toggle in self.overlay_toggles.values():
+            toggle.layout.width = "auto"
+            toggle.observe(self._on_toggle, names="value")
+        self._toggles_box = widgets.HBox()
+        self._toggles_box.layout.display = "none"
         self.error = widgets.HTML()
         self.image = widgets.Image(format="png")
         self.values = widgets.HTML()
@@ -173,6 +234,7 @@ class Viewer:
                     [self.next_button, self.rerun_button, self.reset_button, self.node_picker]
                 ),
                 self.summary,
+                self._toggles_box,
                 self.error,
                 self.image,
                 self.values,
@@ -373,6 +435,11 @@ class Viewer:
         if not self._picking:
             self._act(self._render)
 
+    def _on_toggle(self, change: Mapping[str, Any]) -> None:
+        # The batches on screen are drawn again, with or without the overlay: nothing runs.
+        if self._has_batch:
+            self._act(self._render)
+
     def _apply(self, operators: list[str]) -> None:
         """Bind the controls' values into the operators' functions and recompute from them."""
         for operator in operators:
@@ -450,38 +517,134 @@ class Viewer:
         batch = self.pipe.value(name)
         self.batch = batch
         shown = batch[: self.max_samples] if len(batch) > self.max_samples else batch
-        titles = self._titles(shown)
         if grid.looks_like_images(shown):
-            self.image.value = viz.image_grid_png(
-                shown, columns=self.columns, titles=titles, max_samples=None, tile=self.tile
-            )
+            drawn = self._overlay_batches(name, len(shown))
+            on_boxes = "labels" in drawn and self.overlays["labels"] == self._labels_name()
+            titles = self._titles(shown, per_box=on_boxes)
+            try:
+                self.image.value = self._grid_png(shown, titles, drawn)
+            except AugkitError:
+                if not drawn:
+                    raise
+                # Targets that cannot be drawn: the images without them, and the error shown.
+                self.image.value = self._grid_png(shown, titles, {})
+                self.image.layout.display = None
+                self.values.value = ""
+                self.summary.value = _summary(name, batch, len(shown))
+                raise
             self.image.layout.display = None
             self.values.value = ""
         else:
+            self.overlays = {}
+            self._show_toggles()
             self.image.layout.display = "none"
-            self.values.value = _values_table(shown, titles)
+            self.values.value = _values_table(shown, self._titles(shown))
         self.summary.value = _summary(name, batch, len(shown))
 
-    def _titles(self, batch: TensorList) -> list[str]:
+    def _grid_png(self, shown: TensorList, titles: list[str], drawn: dict[str, Any]) -> bytes:
+        """The grid of ``shown`` with the overlays ``drawn`` (``viz.image_grid_png``'s
+        keywords), each photo fitted to its tile once per batch: a toggle or another node's
+        overlays redraw the boxes, not the photos."""
+        if self._fitted_batch is not self.batch:  # the node's whole batch: a new one per run
+            self._fitted_batch, self._fitted = self.batch, {}
+
+        def fit(pixels: np.ndarray, tile: int, position: int) -> Any:
+            if position not in self._fitted:
+                self._fitted[position] = grid.fit(pixels, tile)
+            return self._fitted[position]
+
+        targets = viz._Targets(class_names=self._names())._replace(
+            boxes=drawn.get("boxes"),
+            masks=drawn.get("masks"),
+            keypoints=drawn.get("keypoints"),
+            polygons=drawn.get("polygons"),
+            vertices=drawn.get("vertices"),
+        )
+        labels = drawn.get("labels")
+        picture = viz._render(
+            [shown], self.columns, titles, labels, None, None, targets, self.tile, fit
+        )
+        return grid.to_png(picture)
+
+    def _overlay_batches(self, name: str, count: int) -> dict[str, Any]:
+        """The keywords of ``viz.image_grid_png`` for the overlays of node ``name`` that are
+        toggled on (the toggles show the kinds it has)."""
+        if name not in self._targets:
+            self._targets[name] = overlay_nodes(self.pipe, name)
+        self.overlays = dict(self._targets[name])
+        self._show_toggles()
+        values = {kind: self.pipe.value(node) for kind, node in self.overlays.items()}
+        values = {kind: batch for kind, batch in values.items() if len(batch) >= count}
+        on = {kind for kind, toggle in self.overlay_toggles.items() if toggle.value}
+        drawn: dict[str, Any] = {}
+        if "boxes" in values and "boxes" in on:
+            drawn["boxes"] = values["boxes"][:count]
+            labels = values.get("labels")
+            if labels is not None and all(
+                labels.at(i).size == values["boxes"].at(i).size // 4 for i in range(count)
+            ):
+                drawn["labels"] = labels[:count]
+        if "mask" in values and "masks" in on:
+            drawn["masks"] = values["mask"][:count]
+        if "keypoints" in values and "keypoints" in on:
+            drawn["keypoints"] = values["keypoints"][:count]
+        if "polygons" in values and "vertices" in values and "polygons" in on:
+            drawn["polygons"] = values["polygons"][:count]
+            drawn["vertices"] = values["vertices"][:count]
+        return drawn
+
+    def _show_toggles(self) -> None:
+        """A checkbox per overlay kind the shown node has (none: no row)."""
+        present = {"masks" if k == "mask" else k for k in self.overlays}
+        toggles = [t for k, t in self.overlay_toggles.items() if k in present]
+        if list(self._toggles_box.children) != toggles:
+            self._toggles_box.children = toggles
+        self._toggles_box.layout.display = None if toggles else "none"
+
+    def _names(self) -> dict[int, str]:
+        """The class names the pipeline's readers know (``Pipeline.class_names()``)."""
+        if self._class_names is None:
+            try:
+                names = self.pipe.class_names()
+            except (TypeError, ValueError, AttributeError):  # a reader's names that are broken
+                names = {}  # title and tag with the numbers rather than lose the picture
+            self._class_names = names if isinstance(names, dict) else {}
+        return self._class_names
+
+    def _titles(self, batch: TensorList, per_box: bool = False) -> list[str]:
+        """Per tile: its source file, then its label (with the class name where known:
+        "people/grace_hopper.jpg · 3 people"); when those labels are drawn on the boxes (one
+        per box, ``per_box``), they are not repeated in the title."""
         labels = self._labels()
         sources = batch.source_info()
         if not any(sources):
             sources = self._sources()
+        names = self._names()
         titles = []
         for i in range(len(batch)):
             parts = []
-            if labels is not None and i < len(labels):
-                parts.append(grid.label_text(labels.at(i)))
             if i < len(sources) and sources[i]:
                 parts.append(sources[i])
+            if labels is not None and i < len(labels) and not per_box:
+                value = labels.at(i)
+                if value.size == 1:
+                    text = grid.label_text(value)
+                    name = overlays.class_name(value.ravel()[0], names)
+                    parts.append(text if name == text else f"{text} {name}")
+                else:
+                    parts.append(grid.label_text(value))
             titles.append(" · ".join(parts))
         return titles
 
     def _labels(self) -> TensorList | None:
         """The pipeline's first output of kind labels (the reader's second output), if any."""
+        name = self._labels_name()
+        return None if name is None else self.pipe.value(name)
+
+    def _labels_name(self) -> str | None:
         for name in self._outputs:
             if name and self.pipe.value(name).kind.name == "labels":
-                return self.pipe.value(name)
+                return name
         return None
 
     def _sources(self) -> list[str]:
@@ -597,6 +760,205 @@ class Viewer:
                 with contextlib.suppress(TraitError):  # out of the new range: keep the new one
                     widget.value = old.widgets[name].value
         self._adopt(new)
+
+
+# --- which targets belong to an image node (see the module docstring) -------------------------
+# Operators that move pixels or coordinates besides those of augkit.operators.geometric.
+_MOVING = frozenset(
+    {
+        "crop_mirror_normalize",
+        "decoders.image_crop",
+        "decoders.image_random_crop",
+        "decoders.image_slice",
+        "bb_flip",
+        "coord_flip",
+        "bbox_rotate",
+        "coord_transform",
+        "bbox_paste",
+        "random_bbox_crop",
+    }
+)
+# Operators that draw their own crop (their outputs are the crop's first token).
+_DRAWS = frozenset({"random_bbox_crop"})
+_ROI = ("roi_start", "roi_end", "roi_relative", "roi_shape")
+_TARGETS = ("boxes", "mask", "keypoints", "polygons", "vertices", "labels")
+_COORDINATES = frozenset({"boxes", "keypoints", "polygons", "vertices"})
+
+
+def overlay_nodes(pipe: Pipeline, name: str) -> dict[str, str]:
+    """The nodes drawn over image node ``name``: target kind ("boxes", "mask", "keypoints",
+    "polygons", "vertices", "labels") -> node name, by the rule of the module docstring.
+    Empty for a node that is not an image (a mask is no image to draw on)."""
+    nodes = pipe.nodes()
+    operators = pipe._operators()
+    kinds = {d: (s.kind if s is not None else GENERIC) for d, s in check_kinds(operators).items()}
+    shown = nodes.get(name)
+    if shown is None or kinds.get(shown, GENERIC).name not in ("image", "generic"):
+        return {}
+    image = _lineage(shown, kinds)
+    ancestors = _ancestors(shown)
+    found: dict[str, tuple[tuple[int, int], str]] = {}
+    every = [d for op in operators for d in op.outputs]
+    for order, node in enumerate(every):
+        kind = kinds.get(node, GENERIC).name
+        if node is shown or kind not in _TARGETS or nodes.get(node.name) is not node:
+            continue  # (a name that several nodes share cannot be asked for its batch)
+        target = _lineage(node, kinds)
+        key = 2 if kind == "mask" or _relative(kinds[node]) else 1
+        same_root = target[0] == image[0] and target[key] == image[key]
+        if not same_root and not _joined(image[key], target[key]):
+            continue
+        rank = _rank(node, shown, ancestors)
+        if kind not in found or (rank, order) < found[kind][0]:
+            found[kind] = ((rank, order), node.name)
+    chosen = {kind: node_name for kind, (_, node_name) in found.items()}
+    if "boxes" in chosen and "labels" not in chosen:
+        # Labels are not moved by geometry: the ones beside the boxes where they come from
+        # (readers.coco's, for boxes that fn.bb_flip flipped); the viewer checks the counts.
+        labels = _labels_beside(nodes[chosen["boxes"]], kinds)
+        if labels is not None:
+            chosen["labels"] = labels
+    outputs = pipe._output_names()
+    if name in outputs:
+        # The pipeline's outputs of the kinds still missing, when the graph cannot link them
+        # (they come from other sources than the image: two external sources, two readers).
+        roots = _roots(shown)
+        for output in outputs:
+            node = nodes.get(output)
+            kind = kinds.get(node, GENERIC).name if node is not None else ""
+            if (
+                kind in _TARGETS
+                and kind not in chosen
+                and not (_roots(node) & roots)
+                and not _joint_elsewhere(_lineage(node, kinds)[1], image[1])
+            ):
+                chosen[kind] = output
+    if ("polygons" in chosen) != ("vertices" in chosen):
+        chosen.pop("polygons", None)
+        chosen.pop("vertices", None)
+    return chosen
+
+
+def _labels_beside(boxes: DataNode, kinds: Mapping[DataNode, Kind]) -> str | None:
+    """The first labels output of the operators ``boxes`` comes from (along first inputs,
+    nearest first)."""
+    op = boxes.source
+    while True:
+        for output in op.outputs:
+            if kinds.get(output, GENERIC).name == "labels":
+                return output.name
+        if not op.inputs:
+            return None
+        op = op.inputs[0].source
+
+
+def _relative(kind: Kind) -> bool:
+    """Whether coordinates of ``kind`` are fractions of the image size (so a resize of the
+    image alone leaves them right); vertices say nothing (None): taken as relative here, as
+    readers.coco's ratio=True gives them, and drawn by their values."""
+    if kind.name in ("boxes", "keypoints"):
+        return kind.relative is not False
+    return True
+
+
+def _moves(op: OperatorNode, kinds: Mapping[DataNode, Kind]) -> bool:
+    """Whether ``op`` moves pixels or coordinates (see the module docstring)."""
+    schema = op.schema
+    if schema.role == "python":
+        with_targets = any(kinds.get(d, GENERIC).name in _TARGETS for d in op.inputs)
+        return with_targets or len(op.outputs) > 1
+    if schema.moves_targets:
+        return True
+    module = getattr(schema.impl, "__module__", "")
+    return module.startswith("augkit.operators.geometric.") or schema.name in _MOVING
+
+
+def _scales_only(op: OperatorNode) -> bool:
+    """A resize without a region of interest: relative coordinates stay right."""
+    return op.schema.name == "resize" and not any(k in op.given for k in _ROI)
+
+
+def _token(op: OperatorNode) -> Any:
+    """What links the calls of one transformation: the per-sample values (argument inputs
+    and inputs after the first) it shares with others, else its call (``seed_group``)."""
+    if op.companions:  # one call with several input sets: its sets moved together
+        return ("joint", op.seed_group)
+    own = op.inputs[1:]
+    shared = {d.source.id for d in (*own, *op.arg_nodes.values())}
+    if op.schema.name in _DRAWS:
+        shared.add(op.id)
+    return frozenset(shared) if shared else ("call", op.seed_group)
+
+
+def _lineage(node: DataNode, kinds: Mapping[DataNode, Kind]) -> tuple[int, tuple, tuple]:
+    """(root operator id, the transformations from it to ``node``, the same without the
+    resizes that only scale), following each operator's first input."""
+    strict: list[Any] = []
+    relaxed: list[Any] = []
+    while True:
+        op = node.source
+        if _moves(op, kinds):
+            strict.append(_token(op))
+            if not _scales_only(op):
+                relaxed.append(_token(op))
+        if not op.inputs:
+            return op.id, tuple(reversed(strict)), tuple(reversed(relaxed))
+        node = op.inputs[0]
+
+
+def _joined(image: tuple, target: tuple) -> bool:
+    """Whether two lineages meet in one call with several input sets (``fn.rotate([images,
+    boxes])``, whatever each came from before) and take the same steps from there on."""
+    for i, token in enumerate(image):
+        if isinstance(token, tuple) and token[:1] == ("joint",) and token in target:
+            return image[i:] == target[target.index(token) :]
+    return False
+
+
+def _joint_elsewhere(target: tuple, image: tuple) -> bool:
+    """Whether ``target`` was moved in a call with input sets that ``image`` was not in (it
+    belongs to that call's images)."""
+    return any(isinstance(t, tuple) and t[:1] == ("joint",) and t not in image for t in target)
+
+
+def _ancestors(node: DataNode) -> dict[int, int]:
+    """Operator id -> distance, along first inputs from ``node``'s operator (0) up."""
+    found: dict[int, int] = {}
+    op, distance = node.source, 0
+    while True:
+        found[op.id] = distance
+        if not op.inputs:
+            return found
+        op, distance = op.inputs[0].source, distance + 1
+
+
+def _roots(node: DataNode) -> set[int]:
+    """The ids of the sources and readers ``node`` is computed from (every input)."""
+    roots: set[int] = set()
+    stack, seen = [node.source], set()
+    while stack:
+        op = stack.pop()
+        if op.id in seen:
+            continue
+        seen.add(op.id)
+        parents = [d.source for d in op.inputs[: len(op.inputs) - op.companions]]
+        if not parents:
+            roots.add(op.id)
+        stack += parents
+    return roots
+
+
+def _rank(node: DataNode, shown: DataNode, ancestors: Mapping[int, int]) -> tuple[int, int]:
+    """Nearest first: an output of the shown node's own call, of the same multiple-input-set
+    call, of an operator it comes from (nearest first), then the rest (computed from it)."""
+    op = node.source
+    if op is shown.source:
+        return 0, 0
+    if op.seed_group == shown.source.seed_group:
+        return 1, 0
+    if op.id in ancestors:
+        return 2, ancestors[op.id]
+    return 3, 0
 
 
 def _close(*items: widgets.Widget) -> None:
