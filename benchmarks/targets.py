@@ -19,6 +19,9 @@ quantisation, uint8 H×W×1) and 8 relative ltrb boxes with labels.
   label_fields=["labels"]))`` called per sample, one thread (its users parallelise with a
   DataLoader's processes; the ratio per thread is what compares).
 
+The resize is each library's default: DALI's and augkit's antialias when shrinking (DALI's
+Triangular filter), Albumentations' ``cv2.INTER_LINEAR`` does not (cheaper, and aliased).
+
 Run: ``.venv/bin/python -m benchmarks.targets`` (DALI and Albumentations run in the side venv
 that ``make dali-venv`` makes, in a subprocess of this same file). Writes
 ``benchmarks/results/targets.md``.
@@ -241,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "flip + rotate(±30°, keep_size) + resize(320×320) on image, mask, 8 boxes and labels "
         f"per sample; {args.images} decoded photos of data/bench; batch {BATCH}; best of "
-        f"{args.rounds} passes of {args.seconds:g} s (`python -m benchmarks.targets`).",
+        f"{args.rounds} passes of {args.seconds:g} s (`python -m benchmarks.targets`). DALI and "
+        "augkit antialias the resize, Albumentations' INTER_LINEAR does not.",
         "",
         "| contender | threads | samples/s | augkit ÷ it (same threads) |",
         "| --- | --- | --- | --- |",
