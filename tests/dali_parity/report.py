@@ -26,7 +26,10 @@ The tolerance column is what the test allows (largest / mean).
 Operators DALI runs on the GPU only (`jitter`, `experimental.median_blur`, `experimental.dilate`,
 `experimental.erode`) and random operators (whose streams differ from DALI's by design) are
 checked against independent references and by their distributions instead, in
-`tests/operators/`.
+`tests/operators/`. `readers.coco` has cases of its own (a reader, not an operator on fixed
+inputs: `tests/dali_parity/coco_reference.py`, checked by `tests/test_dali_parity_coco.py`): 25
+cases over COCO files with non-contiguous category ids, empty images, two-polygon and crowd
+(RLE) objects, every output bit for bit DALI's, pixelwise masks included.
 """
 
 
