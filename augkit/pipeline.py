@@ -464,6 +464,26 @@ class Pipeline:
             return self._lead(name).epoch_size()
         return {n: r.epoch_size() for n, r in self._runner.readers().items()}
 
+    def reader_meta(self, name: str | None = None) -> dict[str, Any]:
+        """DALI's ``reader_meta``: ``epoch_size``, ``epoch_size_padded``, ``number_of_shards``,
+        ``shard_id``, ``pad_last_batch`` and ``stick_to_shard`` of the reader ``name``, or
+        ``{name: meta}`` for every reader (what DALI's iterators size an epoch with)."""
+        self.build()
+        if not self._runner.readers_known:
+            raise GraphError("in debug mode the readers exist once run() has run the definition")
+        if name is None:
+            return {n: self.reader_meta(n) for n in self._runner.readers()}
+        reader = self._lead(name)
+        sharding = reader.cursor.sharding
+        return {
+            "epoch_size": sharding.size,
+            "epoch_size_padded": reader.epoch_size(),
+            "number_of_shards": sharding.num_shards,
+            "shard_id": sharding.shard_id,
+            "pad_last_batch": sharding.pad_last_batch,
+            "stick_to_shard": sharding.stick_to_shard or sharding.shuffle_after_epoch,
+        }
+
     def class_names(self) -> dict[int, str]:
         """The class names the pipeline's readers know, by label: a reader that reads
         annotations with category names (``readers.coco``) has a ``class_names()`` method; the

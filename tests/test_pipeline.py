@@ -3,6 +3,8 @@ seeds and determinism, errors at build and at run."""
 
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -334,3 +336,31 @@ def test_epoch_needs_a_reader():
     pipe = _random_pipeline(1, 1)
     with pytest.raises(GraphError, match="has no reader"):
         list(pipe)
+
+
+def test_reader_meta_says_what_dalis_iterators_size_an_epoch_with():
+    from augkit import fn, pipeline_def
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=None)
+    def sharded():
+        _, labels = fn.readers.file(
+            file_root=str(pathlib.Path(__file__).parents[1] / "data" / "images"),
+            shard_id=1,
+            num_shards=2,
+            pad_last_batch=True,
+            name="Reader",
+        )
+        return labels
+
+    pipe = sharded()
+    meta = pipe.reader_meta("Reader")
+    assert meta == {
+        "epoch_size": 15,
+        "epoch_size_padded": 16,  # shards of 7 and 8, each padded to 8
+        "number_of_shards": 2,
+        "shard_id": 1,
+        "pad_last_batch": True,
+        "stick_to_shard": False,
+    }
+    assert pipe.reader_meta() == {"Reader": meta}
+    pipe.close()
