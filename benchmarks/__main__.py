@@ -141,9 +141,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only",
-        choices=("all", "workloads", "operators"),
+        choices=("all", "workloads", "operators", "iterator", "targets"),
         default="all",
-        help="what to run: the workloads' table, the per-operator table, or both (default)",
+        help="what to run: the workloads' table, the per-operator table, the PyTorch "
+        "iterator's cost (benchmarks/iterator.py), images with their targets "
+        "(benchmarks/targets.py), or all of them (default)",
     )
     parser.add_argument(
         "--ops",
@@ -765,6 +767,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = run_workloads(args)
     if args.only in ("all", "operators"):
         status = max(status, run_operators(args))
+    if args.only in ("all", "iterator"):
+        from benchmarks import iterator
+
+        status = max(status, iterator.main(["--data", str(args.data)]))
+    if args.only in ("all", "targets"):
+        from benchmarks import targets
+
+        status = max(status, targets.main([]))
     return status
 
 

@@ -49,6 +49,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from enum import Enum, unique
@@ -57,6 +58,8 @@ from typing import Any
 import numpy as np
 
 from augkit.errors import ArgumentError, GraphError
+
+_LOG = logging.getLogger(__name__)
 
 
 @unique
@@ -366,10 +369,9 @@ class _DaliBaseIterator:
                 self._run_all()
                 self._advance()
         if not (self._counter >= self._size or self._size < 0):
-            warnings.warn(
-                "DALI iterator does not support resetting while epoch is not finished. Ignoring...",
-                Warning,
-                stacklevel=2,
+            # A log line, as DALI's (a warning would stop a loop run under -W error).
+            _LOG.warning(
+                "DALI iterator does not support resetting while epoch is not finished. Ignoring..."
             )
             return
         fill_unpadded = (
@@ -408,10 +410,9 @@ class _DaliBaseIterator:
         drop = self._last_batch_policy == LastBatchPolicy.DROP
         lefts = [p._lead(name).left_in_epoch(p._runner.reader_state(name)) for p in self._pipes]
         if not all(left == 0 or (drop and left < self.batch_size) for left in lefts):
-            warnings.warn(
-                "DALI iterator does not support resetting while epoch is not finished. Ignoring...",
-                Warning,
-                stacklevel=3,
+            # A log line, as DALI's (a warning would stop a loop run under -W error).
+            _LOG.warning(
+                "DALI iterator does not support resetting while epoch is not finished. Ignoring..."
             )
             return
         self._counter = 0

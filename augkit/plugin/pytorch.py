@@ -318,3 +318,6 @@ class DALIRaggedIterator(DALIGenericIterator):
         if kind == self.SPARSE_LIST_TAG:
             return samples
         return _coo(samples, to_torch(batch[0]).dtype if len(batch) else torch.float32)
+
+
+from augkit.plugin.dataset import PipelineDataset  # noqa: E402, F401  (re-exported)
