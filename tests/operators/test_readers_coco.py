@@ -16,6 +16,10 @@ from PIL import Image, ImageDraw
 from augkit import fn, kinds, ops, pipeline_def
 from augkit.errors import ArgumentError, OperatorError, SkippedSampleWarning
 from augkit.operators.readers.coco import (
+    _fill,
+    _Image,
+    _image_mask,
+    _read_bytes,
     merge_labels,
     rle_decode,
     rle_encode,
@@ -581,3 +585,267 @@ def test_dalis_loader_tuning_arguments_are_accepted_and_change_nothing(compat):
     for a, b in zip(plain, tuned, strict=True):
         assert names(a) == names(b)
         assert all(np.array_equal(a.at(i), b.at(i)) for i in range(len(a)))
+
+
+# --- the fast rasteriser against the step-by-step one ----------------------------------------
+# The reader makes masks from polygon boundary points and run segments (module docstring);
+# these are the implementations it replaced, kept as references: rleFrPoly point by point
+# (every point of every edge made), the RLE counts decoded to a boolean mask per polygon, and
+# DALI's run-merging loop over the counts.
+
+
+def ref_rle_from_polygon(xy: np.ndarray, height: int, width: int) -> list[int]:
+    if len(xy) == 0:
+        return [height * width]
+    xs = np.trunc(5 * xy[:, 0] + 0.5).astype(np.int64)
+    ys = np.trunc(5 * xy[:, 1] + 0.5).astype(np.int64)
+    xs, ys = np.append(xs, xs[0]), np.append(ys, ys[0])
+    x0, x1, y0, y1 = xs[:-1], xs[1:], ys[:-1], ys[1:]
+    dx, dy = np.abs(x1 - x0), np.abs(y0 - y1)
+    along_x = dx >= dy
+    flip = (along_x & (x0 > x1)) | (~along_x & (y0 > y1))
+    x0, x1 = np.where(flip, x1, x0), np.where(flip, x0, x1)
+    y0, y1 = np.where(flip, y1, y0), np.where(flip, y0, y1)
+    steps = np.where(along_x, dx, dy)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = np.where(along_x, (y1 - y0) / dx, (x1 - x0) / dy)
+    slope = np.where(steps == 0, 0.0, slope)
+    counts = steps + 1
+    edge = np.repeat(np.arange(len(steps)), counts)
+    d = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    t = np.where(flip[edge], steps[edge] - d, d)
+    line = np.where(along_x[edge], y0[edge], x0[edge]) + slope[edge] * t + 0.5
+    line = np.trunc(line).astype(np.int64)
+    u = np.where(along_x[edge], t + x0[edge], line)
+    v = np.where(along_x[edge], line, t + y0[edge])
+    change = np.flatnonzero(u[1:] != u[:-1]) + 1
+    uj, up = u[change], u[change - 1]
+    xd = np.where(uj < up, uj, uj - 1).astype(np.float64)
+    xd = (xd + 0.5) / 5 - 0.5
+    keep = (np.floor(xd) == xd) & (xd >= 0) & (xd <= width - 1)
+    yd = np.minimum(v[change], v[change - 1]).astype(np.float64)
+    yd = (yd + 0.5) / 5 - 0.5
+    yd = np.ceil(np.clip(yd, 0, height))
+    cols = xd[keep].astype(np.int64)
+    rows = yd[keep].astype(np.int64)
+    a = np.sort(np.concatenate((cols * height + rows, [height * width])))
+    diffs = np.diff(a, prepend=0).tolist()
+    out = [diffs[0]]
+    j = 1
+    while j < len(diffs):
+        if diffs[j] > 0:
+            out.append(diffs[j])
+            j += 1
+        else:
+            j += 1
+            if j < len(diffs):
+                out[-1] += diffs[j]
+                j += 1
+    return out
+
+
+def ref_merge_labels(layers, height: int, width: int) -> np.ndarray:
+    mask = np.zeros(height * width, np.int32)
+    if not layers:
+        return mask.reshape(width, height).T.reshape(height, width, 1)
+    first_label, first = layers[0]
+    a_cnts = list(first)
+    a_vals = [first_label if i % 2 else 0 for i in range(len(a_cnts))]
+    for label, b in layers[1:]:
+        cnt_a, cnt_b = a_cnts[0], b[0]
+        next_val_a = val_a = a_vals[0]
+        next_vb = vb = False
+        na = nb = 1
+        out_c, out_v = [], []
+        total = 1
+        while total > 0:
+            c = min(cnt_a, cnt_b)
+            cnt_a -= c
+            if not cnt_a and na < len(a_cnts):
+                cnt_a, next_val_a = a_cnts[na], a_vals[na]
+                na += 1
+            cnt_b -= c
+            if not cnt_b and nb < len(b):
+                cnt_b = b[nb]
+                nb += 1
+                next_vb = not next_vb
+            total = cnt_a + cnt_b
+            if val_a and vb:
+                out_v.append(val_a if not cnt_a else label)
+            elif val_a:
+                out_v.append(val_a)
+            else:
+                out_v.append(label if vb else 0)
+            out_c.append(c)
+            val_a, vb = next_val_a, next_vb
+            if not cnt_a:
+                break
+        a_cnts, a_vals = out_c, out_v
+    flat = np.repeat(np.asarray(a_vals, np.int32), np.asarray(a_cnts, np.int64))
+    n = min(flat.size, mask.size)
+    mask[:n] = flat[:n]
+    return np.ascontiguousarray(mask.reshape(width, height).T).reshape(height, width, 1)
+
+
+def ref_pixelwise_mask(height, width, labels, polygons, rles) -> np.ndarray:
+    per_label: dict[int, np.ndarray] = {}
+    for label, obj_polygons, obj_rles in zip(labels, polygons, rles, strict=True):
+        parts = [
+            rle_decode(ref_rle_from_polygon(p.astype(np.float64), height, width), height, width)
+            for p in obj_polygons
+        ] + [rle_decode(r, height, width) for r in obj_rles]
+        for part in parts:
+            if label in per_label:
+                per_label[label] |= part
+            else:
+                per_label[label] = part.copy()
+    layers = [(label, rle_encode(per_label[label])) for label in sorted(per_label)]
+    return ref_merge_labels(layers, height, width)
+
+
+def random_polygon(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
+    """A float32 K×2 polygon of one of several shapes: random (self-intersecting) inside or
+    around the image, far out of it, tiny (under a pixel), on half-pixel steps (vertices on
+    the grid's cuts), with repeated vertices, collinear, or with 0 to 2 vertices."""
+    kind = rng.integers(0, 9)
+    k = int(rng.integers(3, 12))
+    size = max(height, width)
+    if kind == 0:
+        xy = rng.uniform(-0.2 * size, 1.2 * size, (k, 2))
+    elif kind == 1:
+        xy = rng.uniform(-2e3, 2e3, (k, 2))
+    elif kind == 2:
+        xy = rng.uniform(0, 1.5, (k, 2)) + rng.uniform(-1, size, 2)
+    elif kind == 3:
+        xy = np.round(rng.uniform(-2, size + 2, (k, 2)) * 2) / 2
+    elif kind == 4:
+        xy = rng.uniform(0, size, (k, 2))
+        xy[1::2] = xy[0]
+    elif kind == 5:
+        t = rng.uniform(0, 1, (k, 1))
+        xy = rng.uniform(0, size, 2) + t * rng.uniform(-size, size, 2)
+    elif kind == 6:
+        xy = rng.uniform(0, size, (int(rng.integers(0, 3)), 2))
+    elif kind == 7:  # a convex one, the usual COCO outline
+        angles = np.sort(rng.uniform(0, 2 * np.pi, k))
+        r = rng.uniform(1, size / 2)
+        xy = rng.uniform(0, size, 2) + r * np.stack((np.cos(angles), np.sin(angles)), 1)
+    else:
+        xy = rng.integers(-3, size + 3, (k, 2)).astype(float)
+    return xy.astype(np.float32)
+
+
+def random_rle(rng: np.random.Generator, height: int, width: int) -> list[int]:
+    """Column-major counts covering the image, zero counts included (first and in between)."""
+    cuts = np.sort(rng.integers(0, height * width + 1, int(rng.integers(0, 12))))
+    counts = np.diff(np.concatenate(([0], cuts, [height * width]))).tolist()
+    return [0, *counts] if rng.random() < 0.3 else counts
+
+
+def test_fast_polygon_rle_is_the_step_by_step_one():
+    rng = np.random.default_rng(13)
+    for _ in range(1000):
+        h, w = (int(v) for v in rng.integers(1, 70, 2))
+        xy = random_polygon(rng, h, w).astype(np.float64)
+        assert rle_from_polygon(xy, h, w) == ref_rle_from_polygon(xy, h, w), (h, w, xy)
+
+
+def test_fast_label_merge_is_dalis_run_merging_loop():
+    rng = np.random.default_rng(14)
+    for _ in range(400):
+        h, w = (int(v) for v in rng.integers(1, 40, 2))
+        labels = np.sort(rng.choice(np.arange(-2, 9), int(rng.integers(1, 5)), replace=False))
+        layers = []
+        for label in labels:
+            mask = rng.random((h, w)) < rng.random()
+            if rng.random() < 0.3:  # a block, so that runs end in the image's last column
+                mask[:] = False
+                mask[rng.integers(0, h) :, rng.integers(0, w) :] = True
+            layers.append((int(label), rle_encode(mask)))
+        got = merge_labels(layers, h, w)
+        np.testing.assert_array_equal(got, ref_merge_labels(layers, h, w))
+        assert got.dtype == np.int32 and got.shape == (h, w, 1) and got.flags.c_contiguous
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fast_pixelwise_mask_is_the_step_by_step_one(seed):
+    """Whole images: several objects of a few labels (0 and negative ones too, as with
+    avoid_class_remapping), each with polygons, crowd RLEs, both or none."""
+    rng = np.random.default_rng(100 + seed)
+    for n in range(80):
+        h, w = (int(v) for v in rng.integers(1, 60, 2))
+        if n % 10 == 0:  # sizes where the transposition is done in blocks, 512 among them
+            h, w = int(rng.choice([512, 64, 65, 130])), int(rng.choice([512, 63, 200]))
+        image = _Image(0, "x.jpg", w, h)
+        pool = rng.choice([-3, 0, 1, 2, 5, 7, 300, 70000], int(rng.integers(1, 5)), replace=False)
+        for _ in range(int(rng.integers(0, 7))):
+            image.labels.append(int(rng.choice(pool)))
+            image.polygons.append(
+                [random_polygon(rng, h, w) for _ in range(int(rng.choice([0, 1, 1, 2, 3])))]
+            )
+            image.rles.append([random_rle(rng, h, w) for _ in range(int(rng.random() < 0.25))])
+        want = ref_pixelwise_mask(h, w, image.labels, image.polygons, image.rles)
+        got = _image_mask(image)
+        np.testing.assert_array_equal(got, want, err_msg=f"seed {seed}, image {n}")
+        assert got.dtype == np.int32 and got.shape == (h, w, 1) and got.flags.c_contiguous
+
+
+def test_fast_masks_of_the_reader_are_the_step_by_step_ones():
+    """Through the pipeline, on the real photos' annotations (``tests/data/coco``)."""
+    pipe = coco_pipe(batch_size=len(ORDER), pixelwise_masks=True)
+    _, _, labels, masks = pipe.run()
+    by_id = {im["file_name"]: im for im in DOC["images"]}
+    compared = 0
+    for i, name in enumerate(names(masks)):
+        im = by_id[name]
+        objects = [a for a in DOC["annotations"] if a["image_id"] == im["id"]]
+        objects = [a for a in objects if min(np.float32(v) for v in a["bbox"][2:]) >= 0.1]
+        polygons = [
+            [np.asarray(p, np.float32).reshape(-1, 2) for p in a["segmentation"]]
+            if isinstance(a.get("segmentation"), list)
+            else []
+            for a in objects
+        ]
+        rles = [
+            [_counts(a["segmentation"]["counts"])]
+            if isinstance(a.get("segmentation"), dict)
+            else []
+            for a in objects
+        ]
+        compared += 1
+        want = ref_pixelwise_mask(im["height"], im["width"], labels.at(i).tolist(), polygons, rles)
+        np.testing.assert_array_equal(masks.at(i), want, err_msg=name)
+    assert compared == len(ORDER)
+
+
+def _counts(counts) -> list[int]:
+    return rle_from_string(counts) if isinstance(counts, str) else list(counts)
+
+
+def test_file_bytes_are_read_as_np_fromfile_reads_them(tmp_path):
+    files = sorted((ROOT / "data" / "images").glob("*/*.jpg"))[:4] + sorted(IMAGES.glob("*"))
+    (tmp_path / "empty.jpg").write_bytes(b"")
+    for path in [*files, tmp_path / "empty.jpg"]:
+        got = _read_bytes(str(path))
+        want = np.fromfile(path, dtype=np.uint8)
+        assert got.dtype == np.uint8 and got.ndim == 1
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(FileNotFoundError):
+        _read_bytes(str(tmp_path / "gone.jpg"))
+
+
+def test_label_maps_of_many_or_large_labels_fill_as_plain_runs():
+    """_fill transposes uint8 (labels 0..255, or indices of up to 256 distinct labels) and
+    falls back to int32 beyond: each way gives the runs' values, column-major."""
+    rng = np.random.default_rng(15)
+    for values in (
+        rng.integers(0, 256, 300),
+        rng.integers(-(2**31), 2**31, 300),  # > 256 distinct
+        rng.choice([-5, 1000, 2**31 - 1], 300),
+    ):
+        h, w = int(rng.integers(1, 80)), int(rng.integers(1, 200))
+        runs = np.diff(np.concatenate(([0], np.sort(rng.integers(0, h * w, 299)), [h * w])))
+        want = np.repeat(values.astype(np.int32), runs).reshape(w, h).T[..., None]
+        got = _fill(values.astype(np.int64), runs, h, w)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == np.int32 and got.flags.c_contiguous
