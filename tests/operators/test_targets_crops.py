@@ -14,7 +14,7 @@ import pytest
 
 from augkit import Pipeline, fn, kinds, pipeline_def, types
 from augkit.errors import GraphError, OperatorError
-from tests.targets_check import _source, check_agreement, check_operator, scene
+from tests.targets_check import _source, check_operator, scene
 
 
 def _uniform(fn: Any, low: float, high: float, shape: Any = None) -> Any:
@@ -163,49 +163,6 @@ def test_every_kind_agrees_in_debug_mode(name: str) -> None:
     check_operator(name, mode, seeds=range(2), debug=True)
 
 
-def _run_slice_inputs(
-    window: Callable[[Any], tuple[Any, Any]],
-    arguments: dict[str, Any],
-    seed: int,
-    batch: int = 6,
-    debug: bool = False,
-) -> list[dict[str, np.ndarray]]:
-    """targets_check.run_operator for fn.slice with the positional anchor and shape inputs
-    (``window(fn)``), which run_operator cannot pass."""
-    rng = np.random.default_rng(seed)
-    scenes = [scene(seed * batch + i, rng) for i in range(batch)]
-
-    def define() -> Any:
-        images = fn.external_source(
-            source=lambda: [s["image"] for s in scenes], batch=True, layout="HWC"
-        )
-        inputs = [
-            images,
-            _source([s["mask"] for s in scenes], "mask", "HWC"),
-            _source([s["boxes"] for s in scenes], kinds.boxes("ltrb", relative=True)),
-            _source([s["boxes_abs"] for s in scenes], kinds.boxes("xywh", relative=False)),
-            _source([s["keypoints"] for s in scenes], kinds.keypoints(relative=True)),
-            _source([s["labels"] for s in scenes], "labels"),
-        ]
-        anchor, shape = window(fn)
-        return tuple(fn.slice(inputs, anchor, shape, **arguments))
-
-    pipe = pipeline_def(define, batch_size=batch, num_threads=2, device_id=None, seed=seed)(
-        debug=debug
-    )
-    try:
-        batches = pipe.run()
-    finally:
-        pipe.close()
-    keys = ["image", "mask", "boxes", "boxes_abs", "keypoints", "labels"]
-    out = []
-    for i in range(batch):
-        sample = {k: np.asarray(b.at(i)) for k, b in zip(keys, batches, strict=True)}
-        sample["image_layout"] = np.array(batches[0].layout())
-        out.append(sample)
-    return out
-
-
 POSITIONAL = {
     "normalized float": (
         lambda fn: (_uniform(fn, 0, 0.4, 2), _uniform(fn, 0.3, 0.6, 2)),
@@ -234,15 +191,11 @@ POSITIONAL = {
 )
 def test_slice_with_anchor_and_shape_inputs_moves_every_kind(mode: str, debug: bool) -> None:
     window, arguments = POSITIONAL[mode]
-    problems = []
     # Seed 2 of "absolute float, pad" puts a box edge on the window's edge: the float32 sliver
     # of test_a_box_on_the_window_edge_is_dropped_in_relative_and_absolute_form_alike.
-    for seed in range(4):
-        for i, sample in enumerate(_run_slice_inputs(window, arguments, seed, debug=debug)):
-            problem = check_agreement(sample)
-            if problem:
-                problems.append(f"seed {seed}, sample {i}: {problem}")
-    assert not problems, "; ".join(problems)
+    check_operator(
+        "slice", lambda fn: arguments, seeds=range(4), debug=debug, inputs=lambda fn: window(fn)
+    )
 
 
 # --- exact: a mask is cut as the image kernel cuts it ---------------------------------------------

@@ -54,7 +54,7 @@ from augkit.operators.registry import (
     to_ints,
 )
 
-DEFAULT_FILE_FILTERS = (
+IMAGE_FILE_FILTERS = (
     "*.jpg",
     "*.jpeg",
     "*.png",
@@ -67,10 +67,9 @@ DEFAULT_FILE_FILTERS = (
     "*.pbm",
     "*.jp2",
     "*.webp",
-    "*.flac",
-    "*.ogg",
-    "*.wav",
 )
+# DALI's default file_filters: the image formats, then audio.
+DEFAULT_FILE_FILTERS = (*IMAGE_FILE_FILTERS, "*.flac", "*.ogg", "*.wav")
 
 _INT32 = np.iinfo(np.int32)
 

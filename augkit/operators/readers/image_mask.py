@@ -52,7 +52,7 @@ import numpy as np
 from augkit import kinds
 from augkit.operators.base import finish
 from augkit.operators.readers.base import READER_ARGS, Reader
-from augkit.operators.readers.file import _matcher, _path, _paths, _patterns
+from augkit.operators.readers.file import IMAGE_FILE_FILTERS, _matcher, _path, _paths, _patterns
 from augkit.operators.registry import (
     REQUIRED,
     Arg,
@@ -65,20 +65,7 @@ from augkit.operators.registry import (
     to_bool,
 )
 
-IMAGE_FILTERS = (
-    "*.jpg",
-    "*.jpeg",
-    "*.png",
-    "*.bmp",
-    "*.tif",
-    "*.tiff",
-    "*.pnm",
-    "*.ppm",
-    "*.pgm",
-    "*.pbm",
-    "*.jp2",
-    "*.webp",
-)
+IMAGE_FILTERS = IMAGE_FILE_FILTERS  # readers.file's image formats
 SHOWN = 5  # how many unpaired files an error names
 
 IMAGE_BYTES = OutputSpec(
