@@ -5,11 +5,17 @@ kept with their boxes), distributions, determinism and the errors of bad argumen
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
 from augkit import eager
 from augkit.errors import AugkitError
+from augkit.operators import box_crops
+from augkit.operators.base import SampleOperator
+from augkit.operators.registry import resolve
+from augkit.random import sample_streams
 
 RNG = np.random.default_rng(0)
 
@@ -438,3 +444,345 @@ def test_common_checks(name, inputs, args):
     from tests.operator_check import check_operator
 
     check_operator(name, inputs, None, args=args)
+
+
+# --- the vectorised search equals the sequential one --------------------------------------------
+
+
+class _ReferenceCrop:
+    """``RandomBBoxCropImpl.cpu`` before the search was vectorised across windows and samples,
+    kept verbatim: the reference that the fast search must equal, draw for draw
+    (``_ReferenceCrop().cpu(boxes, labels, rng=..., **args)``)."""
+
+    _shapes = box_crops.RandomBBoxCropImpl._shapes
+
+    def cpu(self, boxes: np.ndarray, labels: np.ndarray | None = None, **a: Any) -> tuple:
+        rng: np.random.Generator = a["rng"]
+        ndim = boxes.shape[1] // 2
+        nboxes = boxes.shape[0]
+        if labels is not None and labels.shape[0] != nboxes:
+            raise ValueError(f"{nboxes} boxes but {labels.shape[0]} labels")
+        layout = (
+            a["bbox_layout"]
+            or (box_crops._START_END if a["ltrb"] else box_crops._START_SHAPE)[ndim]
+        )
+        perm, is_shape = box_crops._layout_perm(layout, ndim)
+        b = boxes.astype(np.float32, copy=False)[:, perm]
+        lo, hi = b[:, :ndim], b[:, ndim:]
+        if is_shape:
+            hi = lo + hi
+        if nboxes and not (np.all(lo >= 0) and np.all(hi <= 1) and np.all(lo <= hi)):
+            bad = int(
+                np.flatnonzero(~(np.all(lo >= 0, 1) & np.all(hi <= 1, 1) & np.all(lo <= hi, 1)))[0]
+            )
+            raise ValueError(
+                f"box {bad} {boxes[bad].tolist()} ({layout}) is not inside [0, 1] with "
+                "start <= end (boxes are relative coordinates)"
+            )
+        absolute = a["crop_shape"] is not None
+        if absolute != (a["input_shape"] is not None):
+            raise ValueError("crop_shape and input_shape must be given together (or neither)")
+        if absolute:
+            self._shapes(a, ndim)  # checked before anything is drawn
+        options = list(a["thresholds"]) + ([None] if a["allow_no_crop"] and not absolute else [])
+        total = a["total_num_attempts"]
+        limit = total if total > 0 else box_crops.MAX_ATTEMPTS
+        if nboxes == 0 and None not in options and total <= 0:
+            limit = 1  # never valid: DALI's endless search keeps its first window
+        box_area = box_crops._volume(lo, hi)
+
+        centre = (lo + hi) * np.float32(0.5)
+        best = None
+        best_metric = -1.0
+        count = 0
+        k = a["num_attempts"]
+        block = 1  # the first block is one round (most samples stop there), then larger ones
+        done = False
+        while count < limit and not done:
+            # A block of rounds drawn and measured at once (up to 256 windows), then DALI's
+            # sequential rule (keep the best so far, stop at the first valid window) per round.
+            rounds = max(1, min(block // k, -(-(limit - count) // k)))
+            block = min(4 * block, 256)
+            picks = rng.integers(len(options), size=rounds)
+            g = self._windows(rounds * k, a, ndim, absolute, rng, lo, hi, centre, box_area)
+            out_lo, out_ext, c_lo, c_hi, shape_ok, ms, inside, i_lo, i_hi = g
+            kept = inside.sum(axis=1)
+            for r in range(rounds):
+                option = options[int(picks[r])]
+                if option is None:
+                    win_lo = np.zeros(ndim, np.float32)
+                    best = (win_lo, np.ones(ndim, np.float32), lo, hi, np.arange(nboxes))
+                    done = True
+                    break
+                kr = min(k, limit - count)
+                if kr <= 0:
+                    done = True
+                    break
+                sl = slice(r * k, r * k + kr)
+                ok, m_r = shape_ok[sl], ms[sl]
+                valid = ok & (m_r >= option)
+                succ = valid & (kept[sl] > 0)
+                if succ.any():
+                    j = r * k + int(np.argmax(succ))
+                    count += j - r * k + 1
+                    best = (out_lo[j], out_ext[j], c_lo[j], c_hi[j], inside[j], i_lo[j], i_hi[j])
+                    done = True
+                    break
+                count += kr
+                # Only these attempts can become the best so far (a valid one with no box
+                # kept lowers the best metric: DALI's rule, followed exactly).
+                floor = min(best_metric, float(m_r[valid].min())) if valid.any() else best_metric
+                for jj in np.flatnonzero(ok & (valid | (m_r > floor))):
+                    m = float(m_r[jj])
+                    if m <= best_metric and not valid[jj]:
+                        continue
+                    best_metric = m
+                    j = r * k + int(jj)
+                    best = (out_lo[j], out_ext[j], c_lo[j], c_hi[j], inside[j], i_lo[j], i_hi[j])
+        if best is not None and len(best) == 7:
+            o_lo, o_ext, w_lo, w_hi, inside_j, il, ih = best
+            keep = np.flatnonzero(inside_j)
+            extent = w_hi - w_lo
+            n_lo = np.clip((il[keep] - w_lo) / extent, 0.0, 1.0)
+            n_hi = np.clip((ih[keep] - w_lo) / extent, 0.0, 1.0)
+            best = (o_lo, o_ext, n_lo, n_hi, keep)
+        if best is None:  # every attempt had a bad aspect ratio: DALI gives an empty window
+            z = np.zeros(ndim, np.float32)
+            best = (z, z, lo[:0], hi[:0], np.arange(0))
+        anchor, shape, n_lo, n_hi, keep = best
+        if is_shape:
+            n_hi = n_hi - n_lo
+        out_boxes = np.empty((len(keep), 2 * ndim), np.float32)
+        out_boxes[:, perm] = np.concatenate([n_lo, n_hi], axis=1)
+        outs: list[Any] = [
+            np.asarray(anchor, np.float32),
+            np.asarray(shape, np.float32),
+            out_boxes,
+        ]
+        if labels is not None:
+            outs.append(np.ascontiguousarray(labels[keep]))
+        if a["output_bbox_indices"]:
+            outs.append(keep.astype(np.int32))
+        return tuple(outs)
+
+    def _windows(
+        self,
+        k: int,
+        a: dict[str, Any],
+        ndim: int,
+        absolute: bool,
+        rng: np.random.Generator,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        centre: np.ndarray,
+        box_area: np.ndarray,
+    ) -> tuple:
+        """``k`` candidate windows and their measures: output anchor/extent, relative window,
+        aspect check, metric, which boxes are kept, and the boxes' intersections."""
+        if absolute:
+            in_shape, crop_shape = self._shapes(a, ndim)
+            anchor = rng.integers(0, np.maximum(in_shape - crop_shape, 0) + 1, (k, ndim))
+            anchor = anchor.astype(np.float32)
+            c_lo = (anchor / in_shape).astype(np.float32)
+            c_hi = (crop_shape / in_shape).astype(np.float32) + c_lo
+            out_lo, out_ext = anchor, np.broadcast_to(crop_shape.astype(np.float32), (k, ndim))
+            shape_ok = np.ones(k, bool)
+        else:
+            ar = np.asarray(a["aspect_ratio"], np.float32).reshape(-1, 2)
+            s0, s1 = np.float32(a["scaling"][0]), np.float32(a["scaling"][1])
+            ext = rng.uniform(s0, s1, (k, ndim)).astype(np.float32)
+            ext = box_crops._fix_aspects(ext, ar, rng)
+            shape_ok = box_crops._valid_aspects(ext, ar)
+            c_lo = (rng.random((k, ndim)) * (1.0 - ext)).astype(np.float32)
+            c_hi = c_lo + ext
+            out_lo, out_ext = c_lo, ext
+        i_lo = np.maximum(lo[None], c_lo[:, None])
+        i_hi = np.minimum(hi[None], c_hi[:, None])
+        inter = np.prod(np.maximum(i_hi - i_lo, 0.0), axis=-1)  # (k, n)
+        prune = a["bbox_prune_threshold"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(box_area > 0, inter / box_area, 0.0)
+            if a["threshold_type"] == "iou":
+                denom = box_area + np.prod(c_hi - c_lo, axis=-1)[:, None] - inter
+                metric = np.where(inter > 0, inter / denom, 0.0)
+            else:
+                metric = frac
+        if prune is None:
+            inside = np.all(
+                (centre[None] >= c_lo[:, None]) & (centre[None] <= c_hi[:, None]), axis=-1
+            )
+        else:
+            inside = frac >= prune
+        if lo.shape[0]:
+            ms = metric.min(axis=1) if a["all_boxes_above_threshold"] else metric.max(axis=1)
+        else:
+            ms = np.zeros(k)
+        return out_lo, out_ext, c_lo, c_hi, shape_ok, ms, inside, i_lo, i_hi
+
+
+_SCHEMA = resolve("random_bbox_crop")
+
+
+def _checked(**kwargs) -> dict:
+    args = dict(_SCHEMA.defaults())
+    for key, value in kwargs.items():
+        args[key] = _SCHEMA.arguments[key].check(value, "test")
+    return args
+
+
+def _random_case(r: np.random.Generator) -> tuple[dict, int, str]:
+    """Random arguments (every one of random_bbox_crop's), a dimension and a layout."""
+    ndim = 3 if r.random() < 0.2 else 2
+    kw: dict = {"output_bbox_indices": bool(r.random() < 0.7)}
+    thresholds = r.uniform(0, 1, int(r.integers(1, 5)))
+    kw["thresholds"] = list(np.round(thresholds, 1) if r.random() < 0.5 else thresholds)
+    kw["threshold_type"] = str(r.choice(["iou", "overlap"]))
+    kw["all_boxes_above_threshold"] = bool(r.random() < 0.6)
+    kw["allow_no_crop"] = bool(r.random() < 0.6)
+    kw["num_attempts"] = int(r.choice([1, 2, 3, 7, 50, 100]))
+    kw["total_num_attempts"] = int(r.choice([-1, -1, 1, 5, 37, 300]))
+    layouts = {2: ["xyXY", "xyWH", "XYxy", "yxYX", "WHxy"], 3: ["xyzXYZ", "xyzWHD", "zyxZYX"]}
+    if r.random() < 0.5:
+        kw["bbox_layout"] = str(r.choice(layouts[ndim]))
+    elif r.random() < 0.5:
+        kw["ltrb"] = bool(r.random() < 0.5)
+    start_end = ("xyzXYZ", "xyXY")[ndim == 2]
+    layout = kw.get("bbox_layout") or (
+        start_end if kw.get("ltrb", True) else start_end[:ndim] + "WHD"[:ndim]
+    )
+    if r.random() < 0.25:
+        in_shape = r.integers(1, 60, ndim)
+        kw["input_shape"] = in_shape.tolist()
+        kw["crop_shape"] = (in_shape * r.uniform(0, 1, ndim)).astype(int).tolist()
+        if r.random() < 0.3:
+            kw["shape_layout"] = "HW" if ndim == 2 else "DHW"
+    else:
+        s0 = float(r.uniform(0, 1))
+        kw["scaling"] = [s0, float(r.uniform(s0, 1))] if r.random() < 0.9 else [1.0, 1.0]
+        if r.random() < 0.3:
+            aspect = [float(r.choice([0.5, 1.0, 2.0, 0.75]))] * 2
+        else:
+            low = float(r.uniform(0.2, 1.5))
+            aspect = [low, low + float(r.uniform(0, 2))]
+        kw["aspect_ratio"] = aspect * (3 if ndim == 3 and r.random() < 0.7 else 1)
+    if r.random() < 0.2:
+        kw["bbox_prune_threshold"] = float(r.uniform(0, 1))
+    return _checked(**kw), ndim, layout
+
+
+def _random_sample(r: np.random.Generator, ndim: int, layout: str) -> tuple:
+    """Boxes (0 to 24, a degenerate one at times, float32 or float64) in ``layout``, labels."""
+    n = int(r.choice([0, 1, 2, 3, 5, 24]))
+    lo = r.uniform(0, 0.9, (n, ndim))
+    hi = np.minimum(lo + r.uniform(0.0, 0.7, (n, ndim)), 1)
+    if n and r.random() < 0.1:
+        hi[0] = lo[0]
+    shape = "W" in layout
+    canonical = ("xyzWHD" if shape else "xyzXYZ") if ndim == 3 else ("xyWH" if shape else "xyXY")
+    boxes = np.concatenate([lo, hi - lo if shape else hi], 1)[
+        :, [canonical.index(c) for c in layout]
+    ]
+    boxes = boxes.astype(r.choice([np.float32, np.float64]))
+    labels = None
+    if r.random() < 0.8:
+        labels = r.integers(0, 9, (n,) if r.random() < 0.5 else (n, 2)).astype(np.int32)
+    return boxes, labels
+
+
+def _rng(seed: int) -> np.random.Generator:
+    return np.random.Generator(np.random.Philox(key=seed))
+
+
+def _assert_same(got: tuple, want: tuple) -> None:
+    assert len(got) == len(want)
+    for x, y in zip(got, want, strict=True):
+        assert x.dtype == y.dtype and x.shape == y.shape
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_vectorised_search_equals_the_sequential_reference(seed):
+    """Same windows, boxes, labels and indices for the same generator, one sample at a time
+    (``cpu``) and several searched together (``_search``, what ``run`` does), for random
+    arguments (all of them) and boxes (none to 24, degenerate, 2-D and 3-D, every layout)."""
+    r = np.random.default_rng(seed)
+    impl = box_crops.RandomBBoxCropImpl(_SCHEMA, _checked(), "ref", 0, "cpu", 2)
+    reference = _ReferenceCrop()
+    for _ in range(30):
+        args, ndim, layout = _random_case(r)
+        samples = [_random_sample(r, ndim, layout) for _ in range(5)]
+        seeds = r.integers(0, 2**62, len(samples)).tolist()
+        wants = [
+            reference.cpu(b, lab, **args, rng=_rng(s))
+            for (b, lab), s in zip(samples, seeds, strict=True)
+        ]
+        for (b, lab), s, want in zip(samples, seeds, wants, strict=True):
+            _assert_same(impl.cpu(b, lab, **args, rng=_rng(s)), want)
+        config = box_crops._Config(impl, args, ndim)
+        together = box_crops._search(
+            [
+                box_crops._Sample(config, b, lab, _rng(s))
+                for (b, lab), s in zip(samples, seeds, strict=True)
+            ]
+        )
+        for got, want in zip(together, wants, strict=True):
+            _assert_same(got, want)
+
+
+def test_generator_state_is_the_sample_streams_generator():
+    streams = sample_streams(1234, 7, 40)
+    seeds = streams.seeds().tolist()
+    for i in (0, 1, 17, 39):
+        want = streams.generator(i)
+        got = _rng(0)
+        got.bit_generator.state = box_crops._philox_state(seeds[i])
+        assert got.bit_generator.state["state"]["key"].tolist() == (
+            want.bit_generator.state["state"]["key"].tolist()
+        )
+        np.testing.assert_array_equal(got.integers(6, size=9), want.integers(6, size=9))
+        np.testing.assert_array_equal(got.random(5), want.random(5))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(
+            aspect_ratio=[0.5, 2.0],
+            thresholds=[0.1, 0.3, 0.5, 0.7, 0.9],
+            scaling=[0.3, 1.0],
+            bbox_layout="xyXY",
+            allow_no_crop=True,
+            num_attempts=50,
+        ),
+        dict(
+            thresholds=[0.5],
+            threshold_type="overlap",
+            all_boxes_above_threshold=False,
+            total_num_attempts=20,
+            allow_no_crop=False,
+            scaling=[0.2, 0.6],
+            ltrb=False,
+        ),
+        dict(crop_shape=[30, 20], input_shape=[64, 48], thresholds=[0.3], num_attempts=4),
+    ],
+)
+def test_operator_equals_the_sequential_reference_end_to_end(monkeypatch, kwargs):
+    """The operator (its batched run: one seed draw for the batch, samples searched
+    together) against the reference run by ``SampleOperator.run`` (a generator per sample
+    from ``SampleStreams.generator``), in eager mode: the same outputs."""
+    boxes = _random_boxes(40, n=6, seed=3)
+    boxes += [np.zeros((0, 4), np.float32), boxes[0][:1]]
+    if not kwargs.get("ltrb", True):
+        boxes = [np.concatenate([b[:, :2], b[:, 2:] - b[:, :2]], 1) for b in boxes]
+    labels = [np.arange(len(b), dtype=np.int32) for b in boxes]
+    got = eager.random_bbox_crop(boxes, labels, seed=9, output_bbox_indices=True, **kwargs)
+    monkeypatch.setattr(box_crops.RandomBBoxCropImpl, "run", SampleOperator.run)
+    monkeypatch.setattr(box_crops.RandomBBoxCropImpl, "cpu", _ReferenceCrop.cpu)
+    monkeypatch.setattr(
+        box_crops.RandomBBoxCropImpl, "_windows", _ReferenceCrop._windows, raising=False
+    )
+    want = eager.random_bbox_crop(boxes, labels, seed=9, output_bbox_indices=True, **kwargs)
+    for p, q in zip(got, want, strict=True):
+        for x, y in zip(_arrays(p), _arrays(q), strict=True):
+            assert x.dtype == y.dtype
+            np.testing.assert_array_equal(x, y)
