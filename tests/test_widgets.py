@@ -961,3 +961,31 @@ def test_overlays_of_one_call_with_input_sets_follow_the_image_through_later_nod
     assert overlay_nodes(pipe, rotated.name) == {"boxes": moved.name}
     assert "boxes" not in overlay_nodes(pipe, "alone")
     pipe.close()
+
+
+def test_sweep_shows_the_same_samples_at_each_value_one_row_per_value():
+    gray = np.full((8, 10, 3), 100, np.uint8)
+
+    def brighten(image, amount=30):
+        return np.clip(image.astype(np.int16) + amount, 0, 255).astype(np.uint8)
+
+    pipe = Pipeline(batch_size=3, num_threads=1, device_id=None, seed=2)
+    with pipe:
+        images = fn.external_source(source=lambda: [gray] * 3, batch=True, layout="HWC")
+        noisy = fn.python_function(images, function=brighten, name="brighten")
+        pipe.set_outputs(fn.gaussian_blur(noisy, sigma=1.0, name="blur"))
+    viewer = Viewer(pipe, columns=2, params={"brighten": {"amount": (0, 100, 5)}})
+    before = viewer.batch.at(0).copy()
+    swept = viewer.sweep("brighten", "amount", [0, 50, 100])
+    assert len(swept) == 6  # 3 values x 2 samples (columns)
+    assert [int(swept.at(i)[4, 5, 0]) for i in range(0, 6, 2)] == [100, 150, 200]
+    assert swept.source_info(2).startswith("amount=50")
+    assert "sweep of brighten.amount" in viewer.summary.value
+    # The control's value is back, and so is the batch it gives.
+    np.testing.assert_array_equal(pipe.value("blur").at(0), before)
+    # A built-in operator's argument sweeps the same way.
+    blurred = viewer.sweep("blur", "sigma", [0.5, 2.0], samples=1)
+    assert len(blurred) == 2
+    with pytest.raises(ArgumentError, match="no control 'amout'"):
+        viewer.sweep("brighten", "amout", [1])
+    pipe.close()

@@ -83,7 +83,7 @@ import functools
 import html
 import inspect
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ipywidgets as widgets
@@ -358,6 +358,80 @@ class Viewer:
         self._show_controls()
         _close(*retired)
         self._act(lambda: self._apply(list(targets)))
+
+    def sweep(
+        self,
+        operator: str,
+        param: str,
+        values: Sequence[Any],
+        *,
+        samples: int | None = None,
+        node: str | None = None,
+    ) -> TensorList:
+        """Show the same samples at each of ``values`` of ``operator``'s ``param``, one row per
+        value: a Python operator's keyword parameter or a built-in operator's constant argument
+        (those that have a control). Each row reruns ``operator`` and what follows it on the
+        cached batch (``pipe.rerun([operator])``), so random operators keep their draws and
+        only ``param`` changes; afterwards the control's own value is put back and recomputed.
+
+        Args:
+            operator: the operator's name (a key of ``viewer.sliders``).
+            param: the parameter or argument.
+            values: the values, one row each.
+            samples: samples per row (default: ``columns``).
+            node: the node shown (default: the node on screen).
+
+        Returns:
+            The swept samples as one batch, row after row (``len(values) * samples``).
+
+        Raises:
+            ArgumentError: no such control, no values, or a value the operator refuses
+                (then nothing changed).
+        """
+        controls = self.sliders.get(operator)
+        if controls is None or param not in controls:
+            known = [f"{op}.{p}" for op, ps in self.sliders.items() for p in ps]
+            raise ArgumentError(
+                f"sweep(): {operator!r} has no control {param!r} (controls: "
+                f"{', '.join(known) or 'none'}){suggest(f'{operator}.{param}', known)}"
+            )
+        values = list(values)
+        if not values:
+            raise ArgumentError("sweep(): give at least one value")
+        name = node or self.node_picker.value
+        count = samples or self.columns
+        rows: list[Any] = []
+        titles: list[str] = []
+        try:
+            for value in values:
+                self._set_for_sweep(operator, param, value)
+                self.pipe.rerun([operator])
+                batch = self.pipe.value(name)
+                shown = batch[: min(count, len(batch))]
+                rows += [shown._samples[i] for i in range(len(shown))]
+                titles += [f"{param}={value!r} · {src}" for src in shown._source_info]
+        finally:
+            self._set_for_sweep(operator, param, controls[param].value)
+            self.pipe.rerun([operator])
+        swept = TensorList(rows, shown.layout(), titles)
+        picture = viz._render(
+            [swept], len(shown), titles, None, None, None, viz._Targets(), self.tile, None
+        )
+        self.image.value = grid.to_png(picture)
+        self.summary.value = html.escape(
+            f"sweep of {operator}.{param} over {len(values)} values: {name}, one row per value"
+        )
+        return swept
+
+    def _set_for_sweep(self, operator: str, param: str, value: Any) -> None:
+        if operator in self._controls:
+            controls = self._controls[operator]
+            keywords = {**controls.keywords(), param: value}
+            self.pipe.set_function(
+                operator, functools.partial(controls.function, *controls.bound, **keywords)
+            )
+        else:
+            self.pipe.set_arguments(operator, **{param: value})
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
