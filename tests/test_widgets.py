@@ -527,7 +527,9 @@ def test_update_closes_the_controls_it_replaces(viewer):
     for widget in (old_slider, old_slider.layout, old_slider.style, old_box, old_box.children[0]):
         assert widget.comm is None, widget
     new_slider = viewer.sliders["edit"]["amount"]
-    assert new_slider.comm is not None and new_slider in viewer._controls_box.children[0].children
+    rows = viewer._controls_box.children[0].children  # a header, then a row per control
+    shown = [w for row in rows for w in getattr(row, "children", (row,))]
+    assert new_slider.comm is not None and new_slider in shown
     new_slider.value = 15  # the new control works
     assert viewer.error.value == ""
 
@@ -988,4 +990,26 @@ def test_sweep_shows_the_same_samples_at_each_value_one_row_per_value():
     assert len(blurred) == 2
     with pytest.raises(ArgumentError, match="no control 'amout'"):
         viewer.sweep("brighten", "amout", [1])
+    pipe.close()
+
+
+def test_a_sweep_button_beside_each_slider_sweeps_its_range():
+    gray = np.full((8, 10, 3), 100, np.uint8)
+
+    def brighten(image, amount=30):
+        return np.clip(image.astype(np.int16) + amount, 0, 255).astype(np.uint8)
+
+    pipe = Pipeline(batch_size=2, num_threads=1, device_id=None, seed=2)
+    with pipe:
+        images = fn.external_source(source=lambda: [gray] * 2, batch=True, layout="HWC")
+        pipe.set_outputs(fn.python_function(images, function=brighten, name="brighten"))
+    viewer = Viewer(pipe, columns=2, params={"brighten": {"amount": (0, 100, 5)}})
+    button = viewer.sweep_buttons[("brighten", "amount")]
+    assert "0, 25, 50, 75, 100" in button.tooltip
+    button.click()
+    assert viewer.last_error is None
+    assert "sweep of brighten.amount over 5 values" in viewer.summary.value
+    # The slider still works afterwards, and its row still holds it.
+    viewer.sliders["brighten"]["amount"].value = 40
+    assert int(viewer.batch.at(0)[0, 0, 0]) == 140
     pipe.close()

@@ -193,6 +193,7 @@ class Viewer:
         self._fitted_batch: TensorList | None = None  # the batch whose tiles are fitted
         self._fitted: dict[int, Any] = {}  # tile position -> the photo fitted to it
         self.overlays: dict[str, str] = {}
+        self.sweep_buttons: dict[tuple[str, str], widgets.Button] = {}
 
         self.next_button = widgets.Button(
             description="Next batch", icon="forward", tooltip="pipe.run(): the next batch"
@@ -756,19 +757,50 @@ class Viewer:
             header = f"<b>{html.escape(controls.function_name)}</b>"
             if controls.operator != controls.function_name:
                 header += f" <span style='color:#777'>({html.escape(controls.operator)})</span>"
-            boxes.append(widgets.VBox([widgets.HTML(header), *controls.widgets.values()]))
+            rows = [self._with_sweep(controls.operator, p, w) for p, w in controls.widgets.items()]
+            boxes.append(widgets.VBox([widgets.HTML(header), *rows]))
         for arguments in self._arg_controls.values():
             header = (
                 f"<b>{html.escape(arguments.schema)}</b> "
                 f"<span style='color:#777'>({html.escape(arguments.operator)})</span>"
             )
-            boxes.append(widgets.VBox([widgets.HTML(header), *arguments.widgets.values()]))
+            rows = [
+                self._with_sweep(arguments.operator, p, w) for p, w in arguments.widgets.items()
+            ]
+            boxes.append(widgets.VBox([widgets.HTML(header), *rows]))
         retired = self._controls_box.children
         self._controls_box.children = boxes
-        for box in retired:  # the box and its header; its controls are closed by update()
-            _close(box, box.children[0])
+        for box in retired:  # the box, its header and rows; controls are closed by update()
+            _close(
+                box, box.children[0], *(r for r in box.children[1:] if isinstance(r, widgets.HBox))
+            )
         self._code_box.layout.display = None if boxes else "none"
         self._show_code()
+
+    def _with_sweep(self, operator: str, param: str, widget: widgets.Widget) -> widgets.Widget:
+        """The control with a "sweep" button beside it (when its values can be listed):
+        ``sweep(operator, param, ...)`` over five values of its range, or its choices."""
+        values = _sweep_values(widget)
+        if not values:
+            return widget
+        key = (operator, param)
+        button = self.sweep_buttons.get(key)
+        if button is None:
+            button = widgets.Button(
+                description="sweep",
+                icon="th",
+                tooltip=f"the same samples at {', '.join(map(repr, values))}, a row each",
+            )
+            button.layout.width = "auto"
+            button.on_click(
+                lambda _: self._act(
+                    lambda: self.sweep(
+                        operator, param, _sweep_values(self.sliders[operator][param])
+                    )
+                )
+            )
+            self.sweep_buttons[key] = button
+        return widgets.HBox([widget, button])
 
     def _show_code(self) -> None:
         self.code.value = (
@@ -857,6 +889,23 @@ _DRAWS = frozenset({"random_bbox_crop"})
 _ROI = ("roi_start", "roi_end", "roi_relative", "roi_shape")
 _TARGETS = ("boxes", "mask", "keypoints", "polygons", "vertices", "labels")
 _COORDINATES = frozenset({"boxes", "keypoints", "polygons", "vertices"})
+
+
+def _sweep_values(widget: Any, count: int = 5) -> list[Any]:
+    """What a sweep button goes through: ``count`` values evenly over a slider's range (whole
+    numbers for an integer slider), a dropdown's choices (8 at most), a checkbox's two."""
+    if isinstance(widget, widgets.Checkbox):
+        return [False, True]
+    options = getattr(widget, "options", None)
+    if options:
+        return [o[1] if isinstance(o, tuple) else o for o in list(options)[:8]]
+    low, high = getattr(widget, "min", None), getattr(widget, "max", None)
+    if low is None or high is None:
+        return []
+    points = np.linspace(low, high, count)
+    if isinstance(widget, widgets.IntSlider):
+        return sorted({int(np.rint(p)) for p in points})
+    return [round(float(p), 6) for p in points]
 
 
 def overlay_nodes(pipe: Pipeline, name: str) -> dict[str, str]:
