@@ -43,10 +43,19 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
+import numpy as np
+
 from augkit import backend
 from augkit.core import Engine, Profile, profile_of
 from augkit.debug import DebugRunner, end_at_user_frame
-from augkit.errors import ArgumentError, AugkitError, GraphError, SkippedSample, report_skips
+from augkit.errors import (
+    ArgumentError,
+    AugkitError,
+    GraphError,
+    SkippedSample,
+    report_skips,
+    suggest,
+)
 from augkit.executor import collect
 from augkit.graph import DataNode, OperatorNode, tracing
 from augkit.operators.readers.pairing import check_pairing
@@ -414,6 +423,41 @@ class Pipeline:
             raise GraphError(f"no batch for node {name!r}: call run() first")
         return self._runner.value(name)
 
+    def draws(self, name: str | None = None) -> list[dict[str, Any]]:
+        """What the random operators drew for each sample of the last batch, as one record
+        per sample: ``{"Rotate_4.angle": 12.4, "Flip_6.horizontal": 1, ...}`` (the operator
+        that took the value, and its argument), for every operator that ``name`` is computed
+        from (or the whole graph when ``None``). A value is a Python number, or a list for a
+        vector (``shape=``). Draws that an operator makes inside itself (random_resized_crop's
+        window) are not listed: they follow from its seed and the sample (``rerun`` with the
+        same operator gives them again).
+
+        Raises:
+            GraphError: before the first ``run()``, in debug mode, or no node ``name``.
+        """
+        self.build()
+        operators = self._operators()
+        if not operators:
+            raise GraphError("draws() needs a normal pipeline (not debug mode) that has run")
+        if name is not None:
+            nodes = self.nodes()
+            if name not in nodes:
+                raise GraphError(f"no node named {name!r}{suggest(name, list(nodes))}")
+            wanted = _upstream(nodes[name].source)
+            operators = [op for op in operators if op.id in wanted]
+        columns: list[tuple[str, TensorList]] = []
+        for op in operators:
+            for key, data in op.arg_nodes.items():
+                if data.source.schema.role == "random":
+                    columns.append((f"{op.name}.{key}", self.value(data.name)))
+        size = len(next(iter(columns))[1]) if columns else 0
+        records: list[dict[str, Any]] = [{} for _ in range(size)]
+        for label, batch in columns:
+            for i in range(size):
+                value = np.asarray(batch.at(i))
+                records[i][label] = value.item() if value.ndim == 0 else value.tolist()
+        return records
+
     def rerun(self, changed: Sequence[str] | None = None) -> tuple[TensorList, ...]:
         """Run the last batch's samples through the graph again, without reading anything.
 
@@ -617,3 +661,15 @@ def pipeline_def(fn: Callable[..., Any] | None = None, **pipeline_kwargs: Any) -
         return factory
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _upstream(op: OperatorNode) -> set[int]:
+    """The ids of ``op`` and every operator it is computed from."""
+    found: set[int] = set()
+    stack = [op]
+    while stack:
+        node = stack.pop()
+        if node.id not in found:
+            found.add(node.id)
+            stack += node.parents()
+    return found

@@ -364,3 +364,34 @@ def test_reader_meta_says_what_dalis_iterators_size_an_epoch_with():
     }
     assert pipe.reader_meta() == {"Reader": meta}
     pipe.close()
+
+
+def test_draws_are_what_the_random_operators_gave_each_sample():
+    from augkit import fn, pipeline_def
+
+    image = np.zeros((6, 8, 3), np.uint8)
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=9)
+    def augmented():
+        images = fn.external_source(source=lambda: [image] * 4, batch=True, layout="HWC")
+        angle = fn.random.uniform(range=(-30, 30))
+        coin = fn.random.coin_flip()
+        turned = fn.rotate(images, angle=angle, keep_size=True, name="turn")
+        flipped = fn.flip(turned, horizontal=coin, name="mirror")
+        other = fn.brightness(images, brightness=fn.random.uniform(range=(0.5, 1.5)), name="b")
+        return flipped, other
+
+    pipe = augmented()
+    pipe.run()
+    records = pipe.draws("mirror")
+    assert len(records) == 4 and set(records[0]) == {"turn.angle", "mirror.horizontal"}
+    angles = pipe.value(pipe._operators()[1].outputs[0].name)  # the uniform draw's batch
+    assert [r["turn.angle"] for r in records] == [float(angles.at(i)) for i in range(4)]
+    assert all(-30 <= r["turn.angle"] <= 30 and r["mirror.horizontal"] in (0, 1) for r in records)
+    assert set(pipe.draws()[0]) == {"turn.angle", "mirror.horizontal", "b.brightness"}
+    # The same draws again when the same operators rerun on the same batch.
+    pipe.rerun(["turn"])
+    assert pipe.draws("mirror") == records
+    with pytest.raises(GraphError, match="no node named 'mirrorr'"):
+        pipe.draws("mirrorr")
+    pipe.close()
