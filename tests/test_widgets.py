@@ -1013,3 +1013,33 @@ def test_a_sweep_button_beside_each_slider_sweeps_its_range():
     viewer.sliders["brighten"]["amount"].value = 40
     assert int(viewer.batch.at(0)[0, 0, 0]) == 140
     pipe.close()
+
+
+def test_compare_two_nodes_and_an_a_b_of_a_new_function():
+    gray = np.full((8, 10, 3), 100, np.uint8)
+
+    def brighten(image, amount=30):
+        return np.clip(image.astype(np.int16) + amount, 0, 255).astype(np.uint8)
+
+    def darker(image, amount=30):
+        return np.clip(image.astype(np.int16) - amount, 0, 255).astype(np.uint8)
+
+    pipe = Pipeline(batch_size=3, num_threads=1, device_id=None, seed=2)
+    with pipe:
+        images = fn.external_source(source=lambda: [gray] * 3, batch=True, layout="HWC")
+        raw = fn.copy(images, name="raw")
+        pipe.set_outputs(fn.python_function(raw, function=brighten, name="brighten"))
+    viewer = Viewer(pipe, columns=2)
+    shown = viewer.batch.at(0).copy()
+    a, b, diff = viewer.compare("raw", "brighten", difference=True)
+    assert len(a) == len(b) == len(diff) == 2
+    assert int(diff.at(0)[0, 0, 0]) == 30  # |100 - 130|
+    assert "compare: raw | brighten | |A - B|" in viewer.summary.value
+    before, after = viewer.compare("brighten", operator="brighten", function=darker)
+    assert int(before.at(1)[0, 0, 0]) == 130 and int(after.at(1)[0, 0, 0]) == 70
+    np.testing.assert_array_equal(pipe.value("brighten").at(0), shown)  # its function is back
+    with pytest.raises(ArgumentError, match="not both"):
+        viewer.compare("raw", "brighten", operator="brighten", function=darker)
+    with pytest.raises(GraphError, match="no node named 'rwa'"):
+        viewer.compare("rwa", "brighten")
+    pipe.close()

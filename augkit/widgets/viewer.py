@@ -424,6 +424,73 @@ class Viewer:
         )
         return swept
 
+    def compare(
+        self,
+        a: str,
+        b: str | None = None,
+        *,
+        operator: str | None = None,
+        function: Callable[..., Any] | None = None,
+        difference: bool = False,
+        samples: int | None = None,
+    ) -> list[TensorList]:
+        """Two versions side by side, tile by tile: node ``a`` beside node ``b`` (the decoder's
+        output beside the augmented one), or, with ``operator`` and ``function``, node ``a``
+        now (A) beside node ``a`` with the Python operator ``operator`` running ``function``
+        (B: an A/B test of a new version, on the same samples and random draws; the operator
+        gets its own function back afterwards). ``difference``: a third column,
+        ``|A - B|`` per pixel, where both have the same shape and type.
+
+        Returns:
+            The batches shown, one per column (``samples`` samples each, default ``columns``).
+
+        Raises:
+            ArgumentError: neither ``b`` nor ``operator`` and ``function``, or both; an
+                operator that is not a Python operator of this viewer.
+            GraphError: no node of that name.
+        """
+        if (b is None) == (operator is None or function is None):
+            raise ArgumentError(
+                "compare(): give another node (compare(a, b)) or an operator and a new "
+                "function for it (compare(a, operator=..., function=...)), not both"
+            )
+        count = samples or self.columns
+        nodes = self.pipe.nodes()
+        for name in (a, b):
+            if name is not None and name not in nodes:
+                raise GraphError(f"no node named {name!r}{suggest(name, list(nodes))}")
+        first = self.pipe.value(a)[:count]
+        if b is not None:
+            second, labels = self.pipe.value(b)[:count], (a, b)
+        else:
+            if operator not in self._controls:
+                known = list(self._controls)
+                raise ArgumentError(
+                    f"compare(): {operator!r} is not a Python operator of this viewer "
+                    f"(have: {', '.join(known) or 'none'}){suggest(str(operator), known)}"
+                )
+            try:
+                self.pipe.set_function(operator, function)
+                self.pipe.rerun([operator])
+                second = self.pipe.value(a)[:count]
+            finally:
+                self._set_function(operator)
+                self.pipe.rerun([operator])
+            labels = (f"A: {a}", f"B: {a} with {_function_name(function)}")
+        count = min(len(first), len(second))
+        columns = [first[:count], second[:count]]
+        heads = list(labels)
+        if difference:
+            columns.append(_difference(columns[0], columns[1]))
+            heads.append("|A - B|")
+        titles = [f"{head} · {columns[0].source_info(i)}" for i in range(count) for head in heads]
+        picture = viz._render(
+            columns, len(columns), titles, None, None, None, viz._Targets(), self.tile, None
+        )
+        self.image.value = grid.to_png(picture)
+        self.summary.value = html.escape(f"compare: {' | '.join(heads)}")
+        return columns
+
     def _set_for_sweep(self, operator: str, param: str, value: Any) -> None:
         if operator in self._controls:
             controls = self._controls[operator]
@@ -889,6 +956,21 @@ _DRAWS = frozenset({"random_bbox_crop"})
 _ROI = ("roi_start", "roi_end", "roi_relative", "roi_shape")
 _TARGETS = ("boxes", "mask", "keypoints", "polygons", "vertices", "labels")
 _COORDINATES = frozenset({"boxes", "keypoints", "polygons", "vertices"})
+
+
+def _difference(first: TensorList, second: TensorList) -> TensorList:
+    """``|first - second|`` sample by sample (same shapes and types), as the first's type."""
+    out = []
+    for i in range(len(first)):
+        x, y = np.asarray(first.at(i)), np.asarray(second.at(i))
+        if x.shape != y.shape or x.dtype != y.dtype:
+            raise ArgumentError(
+                f"compare(difference=True): sample {i} is {x.shape} {x.dtype} in A and "
+                f"{y.shape} {y.dtype} in B; a difference needs the same shape and type"
+            )
+        wide = np.abs(x.astype(np.float64) - y.astype(np.float64))
+        out.append(wide.astype(x.dtype) if x.dtype.kind in "iu" else wide.astype(np.float32))
+    return TensorList(out, first.layout(), first._source_info)
 
 
 def _sweep_values(widget: Any, count: int = 5) -> list[Any]:
