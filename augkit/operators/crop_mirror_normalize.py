@@ -170,17 +170,6 @@ class CropMirrorNormalize(MovesTargets, ImageOperator):
     """The kind this node moves ("mask": its batch's layout needs no channel axis; a node's
     inputs keep their kind, so this never changes once set)."""
 
-    def _move(
-        self,
-        ctx: Any,
-        kind: Any,
-        own: list[TensorList],
-        companions: list[TensorList],
-        arg_inputs: dict[str, TensorList],
-    ) -> list[TensorList]:
-        self.moving = kind.name
-        return super()._move(ctx, kind, own, companions, arg_inputs)
-
     def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
         if self.moving == "mask":  # an H×W label map has no channel axis
             batch = inputs[0]

@@ -143,13 +143,9 @@ class Pad(MovesTargets, SampleOperator):
         arg_inputs: dict[str, TensorList],
     ) -> list[TensorList]:
         if not _with_image(kind, companions):  # a tensor, padded as DALI pads it
+            self.moving = ""  # (so the checks are an image's, as for any tensor)
             return SampleOperator.run(self, ctx, own, arg_inputs)
-        self.moving = kind.name
         return super()._move(ctx, kind, own, companions, arg_inputs)
-
-    moving = ""
-    """The kind this node moves ("mask": the mask's own batch gives the layout, "HW"/"HWC"
-    when it has none; a node's inputs keep their kind, so this never changes once set)."""
 
     def geometry(
         self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()

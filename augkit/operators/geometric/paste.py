@@ -137,21 +137,6 @@ class Paste(MovesTargets, SampleOperator):
         )
         return Geometry.scale_translate(1.0, 1.0, x, y, (w, h), (out_w, out_h))
 
-    moving = ""
-    """The kind this node moves ("mask": the targets' path, where the mask itself is checked;
-    a node's inputs keep their kind, so this never changes once set)."""
-
-    def _move(
-        self,
-        ctx: Any,
-        kind: Any,
-        own: list[TensorList],
-        companions: list[TensorList],
-        arg_inputs: dict[str, TensorList],
-    ) -> list[TensorList]:
-        self.moving = kind.name
-        return super()._move(ctx, kind, own, companions, arg_inputs)
-
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         if self.moving == "mask":  # a label map (HW or HWC, any integer type)
             if sample.ndim not in (2, 3) or 0 in sample.shape[:2]:

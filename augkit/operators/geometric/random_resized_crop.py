@@ -51,8 +51,7 @@ from augkit import types
 from augkit.operators.geometric import resize_torch
 from augkit.operators.geometric.crop_window import random_crop_window, to_range, to_ratio_range
 from augkit.operators.geometric.resize import _INPUT_TYPES, resize_hwc, use_opencv
-from augkit.operators.geometric.targets import Geometry, image_size, movable
-from augkit.operators.geometric.warp_affine import TargetChecks
+from augkit.operators.geometric.targets import Geometry, MovesTargets, image_size, movable
 from augkit.operators.layouts import GEOMETRIC, check_image
 from augkit.operators.registry import (
     REQUIRED,
@@ -130,7 +129,7 @@ def window_geometry(
     return Geometry.scale_translate(sx, sy, -x * sx, -y * sy, in_size, (size[1], size[0]))
 
 
-class RandomResizedCrop(TargetChecks):
+class RandomResizedCrop(MovesTargets):
     random = True
 
     def geometry(
@@ -145,7 +144,7 @@ class RandomResizedCrop(TargetChecks):
         use_opencv()
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        if not self.moves_target:  # a target's own checks are targets.py's (any mask dtype)
+        if not self.moving:  # a target's own checks are targets.py's (any mask dtype)
             check_image("random_resized_crop", sample, layout, ("HWC", "CHW"), _INPUT_TYPES)
 
     def batch_args(self, inputs: list[TensorList]) -> dict[str, Any]:

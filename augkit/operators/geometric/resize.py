@@ -90,8 +90,7 @@ from PIL import Image
 
 from augkit import backend, types
 from augkit.operators.geometric import resize_torch, warp
-from augkit.operators.geometric.targets import Geometry, image_size, movable
-from augkit.operators.geometric.warp_affine import TargetChecks
+from augkit.operators.geometric.targets import Geometry, MovesTargets, image_size, movable
 from augkit.operators.layouts import GEOMETRIC, check_image
 from augkit.operators.registry import (
     Arg,
@@ -563,7 +562,7 @@ def _requested(args: dict[str, Any]) -> tuple[tuple[float, float], str]:
     return (args.get("resize_y") or 0.0, args.get("resize_x") or 0.0), args["mode"]
 
 
-class ResizeImpl(TargetChecks):
+class ResizeImpl(MovesTargets):
     def setup(self) -> None:
         # torch (the fast back end) is imported now, when the pipeline is built, on the
         # building thread: imported lazily by the first sample on a pool thread, it cost the
@@ -572,7 +571,7 @@ class ResizeImpl(TargetChecks):
         use_opencv()
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        if not self.moves_target:  # a target's own checks are targets.py's (any mask dtype)
+        if not self.moving:  # a target's own checks are targets.py's (any mask dtype)
             check_image("resize", sample, layout, ("HWC", "CHW"), _INPUT_TYPES)
 
     def geometry(

@@ -47,7 +47,7 @@ so images and targets cannot disagree. Masks are rotated by the nearest neighbou
 exact points (the nearest image kernel rounds DALI's float32 running sums: on random
 320x320 label maps the two differ at ~0.01 % of the pixels, float32 ties), class 0 outside
 whatever ``fill_value`` is, dtype kept (``dtype`` applies to images only); H×W, int32 and bool
-masks are taken (``TargetChecks``).
+masks are taken (``MovesTargets.moving``).
 A rotated box becomes the axis-aligned box of its rotated corners, clipped to the canvas
 (dropped with its label when nothing is left): with ``keep_size`` or a small ``size`` a box cut
 by the edge stays larger than what is visible of its object (the documented rule).
@@ -62,8 +62,7 @@ import numpy as np
 
 from augkit import backend, types
 from augkit.operators.geometric import warp
-from augkit.operators.geometric.targets import Geometry, image_size, movable
-from augkit.operators.geometric.warp_affine import TargetChecks
+from augkit.operators.geometric.targets import Geometry, MovesTargets, image_size, movable
 from augkit.operators.layouts import GEOMETRIC, check_image
 from augkit.operators.registry import (
     REQUIRED,
@@ -175,12 +174,12 @@ def output_size(
     return out_size
 
 
-class RotateImpl(TargetChecks):
+class RotateImpl(MovesTargets):
     def setup(self) -> None:
         self.cv2 = backend.opencv()
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        if not self.moves_target:  # a target's own checks are targets.py's (any mask dtype)
+        if not self.moving:  # a target's own checks are targets.py's (any mask dtype)
             check_image("rotate", sample, layout, ("HWC",), _TYPES)
 
     def geometry(

@@ -340,6 +340,12 @@ class MovesTargets(SampleOperator):
         warp_affine's matrix), as the image kernel gets them."""
         raise NotImplementedError
 
+    moving = ""
+    """The kind this node moves ("" until it gets a target: then "mask", "boxes"...), set by
+    ``run``: an operator's own checks (``check_input``, ``batch_args``) read it to leave a
+    target's to this module (a mask may be H×W, int32 or bool). A node's inputs keep their
+    kind, so it never changes once set."""
+
     def geometry_needs_size(self) -> bool:
         """Whether the transform of relative coordinates depends on the image's size (a flip
         does not; a crop, a resize of absolute boxes or a rotation does). Default: it does."""
@@ -365,6 +371,7 @@ class MovesTargets(SampleOperator):
             raise self.fail(
                 f"moves {kind.name} on the CPU only; give it CPU data (device='cpu')", None, own
             )
+        self.moving = kind.name
         return self._move(ctx, kind, own, companions, arg_inputs)
 
     # The target path ---------------------------------------------------------------------

@@ -38,8 +38,8 @@ is the inverse of the matrix the kernel samples with (``source_matrix``: the inp
 argument, ``inverse_map=False`` inverts), the output size ``round_size``'s. Masks: nearest
 neighbour from the exact points, class 0 outside whatever ``fill_value``, dtype kept. Sheared or
 rotated boxes become the axis-aligned box of their corners, clipped, or dropped with their
-labels. ``TargetChecks``: on the target path the first input is not checked as an image of the
-kernel's types (a mask may be H×W, int32 or bool).
+labels. On the target path (``MovesTargets.moving``) the first input is not checked as an image
+of the kernel's types (a mask may be H×W, int32 or bool).
 """
 
 from __future__ import annotations
@@ -171,27 +171,13 @@ def source_matrix(mtx: Any, matrix: Any, inverse_map: bool) -> np.ndarray:
     return m.astype(np.float32)
 
 
-class TargetChecks(MovesTargets):
-    """``MovesTargets`` for operators whose ``check_input`` refuses what is not an image of
-    their types: on the target path (a mask, boxes... node) the first input is not checked as
-    an image (a mask may be H×W, int32 or bool; ``targets.py`` checks what it moves), the
-    others (warp_affine's matrices) are. An impl's node moves one kind, so the flag, set
-    once, never changes."""
-
-    moves_target = False
-
-    def _move(self, ctx: Any, kind: Any, own: Any, companions: Any, arg_inputs: Any) -> Any:
-        self.moves_target = True
-        return super()._move(ctx, kind, own, companions, arg_inputs)
-
-
-class WarpAffineImpl(TargetChecks):
+class WarpAffineImpl(MovesTargets):
     def setup(self) -> None:
         self.cv2 = backend.opencv()
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         if index == 0:
-            if not self.moves_target:
+            if not self.moving:
                 check_image("warp_affine", sample, layout, ("HWC",), _TYPES)
         elif sample.dtype.kind not in "fiu" or sample.shape != (2, 3):
             raise ValueError(

@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 
 from augkit import backend, types
-from augkit.operators.geometric.targets import Geometry, image_size, movable
+from augkit.operators.geometric.targets import Geometry, MovesTargets, image_size, movable
 from augkit.operators.geometric.warp import fits_opencv
-from augkit.operators.geometric.warp_affine import TargetChecks, round_size, to_size
+from augkit.operators.geometric.warp_affine import round_size, to_size
 from augkit.operators.layouts import GEOMETRIC, image_layout
 from augkit.operators.registry import (
     Arg,
@@ -133,7 +133,7 @@ def continuous_matrix(matrix: np.ndarray, pixel_origin: str) -> np.ndarray:
     return m / m[2, 2] if m[2, 2] != 0 else m
 
 
-class WarpPerspectiveImpl(TargetChecks):
+class WarpPerspectiveImpl(MovesTargets):
     def setup(self) -> None:
         self.cv2 = backend.opencv()
         interp = self.args["interp_type"]
@@ -161,7 +161,7 @@ class WarpPerspectiveImpl(TargetChecks):
         return Geometry.affine(m, (width, height), (out_w, out_h))
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        if self.moves_target and index == 0:
+        if self.moving and index == 0:
             return  # a mask, boxes... (targets.py checks what it moves)
         if index == 1:
             if sample.dtype.kind not in "fiu" or sample.shape != (3, 3):
