@@ -697,6 +697,20 @@ PAIRS: list[OperatorPair] = [
         ),
         note=_NOT_AN_IMAGE,
     ),
+    OperatorPair(
+        "readers.coco",
+        lambda fn, types, x: fn.readers.coco(
+            file_root=str(ROOT / "data" / "images"),
+            annotations_file=str(ROOT / "data" / "annotations" / "instances.json"),
+            ltrb=True,
+            ratio=True,
+            pixelwise_masks=True,
+            image_ids=True,
+            skip_empty=True,
+        )[-1],
+        note="the annotated photos of data/images: files, boxes, labels and pixelwise masks "
+        "read and made; the image ids are the output (the photos are unused)",
+    ),
 ]
 
 PAIRS_BY_NAME = {pair.name: pair for pair in PAIRS}
