@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from augkit import ArgumentError, GraphError, Pipeline, fn, grid, kinds, pipeline_def, types
-from augkit.widgets import Viewer
+from augkit.widgets import Viewer as _Viewer
 
 TILE = 96
 COLUMNS = 4
@@ -65,6 +65,12 @@ def pipe(image_dir):
 @pytest.fixture
 def viewer(pipe):
     return Viewer(pipe, columns=COLUMNS, tile=TILE)
+
+
+def Viewer(pipe: Pipeline, **kwargs) -> _Viewer:
+    """The Viewer with PNG grids: these tests check pixels exactly, which JPEG (the default
+    transport) would not keep; test_grid_travels_as_jpeg_by_default checks the default."""
+    return _Viewer(pipe, **{"image_format": "png", **kwargs})
 
 
 def calls(pipe: Pipeline) -> dict[str, int]:
@@ -1043,3 +1049,35 @@ def test_compare_two_nodes_and_an_a_b_of_a_new_function():
     with pytest.raises(GraphError, match="no node named 'rwa'"):
         viewer.compare("rwa", "brighten")
     pipe.close()
+
+
+# --- transport ----------------------------------------------------------------------------------
+def test_grid_travels_as_jpeg_by_default(pipe):
+    viewer = _Viewer(pipe, columns=COLUMNS, tile=TILE)
+    assert viewer.image.format == "jpeg"
+    jpeg_bytes = viewer.image.value
+    decoded = Image.open(io.BytesIO(jpeg_bytes))
+    assert decoded.format == "JPEG"
+    # The same batch drawn again, lossless: quality 90 stays close to it, pixel by pixel.
+    viewer.image_format = "png"
+    viewer.show(viewer.node_picker.value)
+    lossless = Image.open(io.BytesIO(viewer.image.value))
+    assert lossless.format == "PNG" and decoded.size == lossless.size
+    exact = np.asarray(lossless.convert("RGB"), np.int16)
+    error = np.abs(np.asarray(decoded.convert("RGB"), np.int16) - exact)
+    assert error.mean() < 2.0 and np.percentile(error, 99) < 20
+    assert viewer.image.format == "png"
+    assert len(viewer.image.value) > 1.5 * len(jpeg_bytes)  # what JPEG is for (5x on photos)
+
+
+def test_bad_transport_arguments_are_refused(pipe):
+    with pytest.raises(ArgumentError, match="image_format must be 'jpeg' or 'png', got 'gif'"):
+        _Viewer(pipe, image_format="gif")
+    with pytest.raises(ArgumentError, match=r"jpeg_quality must be an int in 1\.\.100, got 0"):
+        _Viewer(pipe, jpeg_quality=0)
+
+
+def test_viewer_exposes_its_widget_for_layouts(viewer):
+    box = widgets.HBox([viewer.widget, widgets.HTML("notes")])
+    assert box.children[0] is viewer.root
+    assert isinstance(viewer.widget, widgets.Widget)
