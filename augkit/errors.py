@@ -85,6 +85,8 @@ class SkippedSample:
         path: the file's absolute path ("" when the sample did not come from a file).
         reason: what was wrong, in plain words.
         iteration: the pipeline iteration whose batch it would have been in.
+        refilled: whether the reader read another sample in its place (not for the samples
+            ``Pipeline.pick`` chose: the batch is shorter then).
     """
 
     operator: str
@@ -93,6 +95,7 @@ class SkippedSample:
     path: str
     reason: str
     iteration: int
+    refilled: bool = True
 
     def __str__(self) -> str:
         where = self.path or self.source_info or "a sample"
@@ -108,7 +111,7 @@ def report_skips(
         into.append(record)
         warnings.warn(
             f"{record}; replaced by the next sample (all skips: Pipeline.skipped)"
-            if record.reader
+            if record.reader and record.refilled
             else f"{record}; left out of the batch",
             SkippedSampleWarning,
             stacklevel=stacklevel,

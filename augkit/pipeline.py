@@ -458,6 +458,73 @@ class Pipeline:
                 records[i][label] = value.item() if value.ndim == 0 else value.tolist()
         return records
 
+    def pick(
+        self,
+        names: Sequence[str] | str | None = None,
+        *,
+        labels: Sequence[int | str] | int | str | None = None,
+        reader: str | None = None,
+    ) -> tuple[TensorList, ...]:
+        """Compute one batch of chosen samples, by name or by label, and leave the readers
+        where they were (the next ``run()`` goes on from there): the viewer's pinned and
+        picked samples. Random operators draw anew (as in ``rerun()``).
+
+        Args:
+            names: the samples' names (their ``source_info``: ``"people/grace_hopper.jpg"``),
+                in the order wanted; a name may also be a file's base name when that is
+                unique (``"grace_hopper.jpg"``).
+            labels: instead, the first ``batch_size`` samples (in the data set's order) with
+                one of these labels: numbers, or class names (``Pipeline.class_names()``).
+            reader: the reader the names are of (default: the first). Other readers read the
+                samples of the same positions (readers paired by position, as images and
+                masks), so they must have as many samples.
+
+        Returns:
+            One TensorList per output, as ``run()``; ``len()`` is the number of samples picked
+            (fewer than asked when a screening decoder skips some).
+
+        Raises:
+            ArgumentError: no names and no labels, or both; a name or label that no sample has.
+            GraphError: a pipeline with an external source (its samples have no names) or no
+                reader, or in debug mode.
+        """
+        self.build()
+        if self._debug:
+            raise GraphError("pick() needs a normal pipeline (debug mode keeps no graph)")
+        if (names is None) == (labels is None):
+            raise ArgumentError("pick(): give the samples' names or their labels (one of the two)")
+        if self._runner.has_sources():
+            raise GraphError(
+                "pick(): this pipeline has an external source, whose samples have no names to "
+                "pick by; pick works on readers' samples"
+            )
+        readers = self._runner.readers()
+        lead = self._lead(reader)
+        if lead is None or not readers:
+            raise GraphError("pick(): this pipeline has no reader to pick samples from")
+        lead_name = next(n for n, r in readers.items() if r is lead)
+        if names is not None:
+            indices = _indices_by_name(
+                lead, lead_name, [names] if isinstance(names, str) else names
+            )
+        else:
+            wanted = [labels] if isinstance(labels, int | str) else list(labels)
+            indices = _indices_by_label(
+                lead, lead_name, wanted, self.class_names(), self.batch_size
+            )
+        picks = {}
+        for name, other in readers.items():
+            size = len(other.sample_names()) if hasattr(other, "sample_names") else None
+            if name != lead_name and size != len(lead.sample_names()):
+                raise GraphError(
+                    f"pick(): reader {name} has {size} samples and {lead_name} has "
+                    f"{len(lead.sample_names())}: samples are picked by position in each"
+                )
+            picks[name] = indices
+        delivery = self._runner.pick(picks)
+        report_skips(delivery.notes.skipped, self.skipped, stacklevel=3)
+        return delivery.outputs
+
     def rerun(self, changed: Sequence[str] | None = None) -> tuple[TensorList, ...]:
         """Run the last batch's samples through the graph again, without reading anything.
 
@@ -661,6 +728,62 @@ def pipeline_def(fn: Callable[..., Any] | None = None, **pipeline_kwargs: Any) -
         return factory
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _indices_by_name(reader: Any, where: str, names: Sequence[str]) -> list[int]:
+    """The positions of ``names`` in ``reader``'s samples (a unique base name will do)."""
+    known = reader.sample_names()
+    position = {name: k for k, name in enumerate(known)}
+    by_base: dict[str, list[int]] = {}
+    for k, name in enumerate(known):
+        by_base.setdefault(name.rsplit("/", 1)[-1], []).append(k)
+    if not names:
+        raise ArgumentError("pick(): no names given")
+    found = []
+    for name in names:
+        if name in position:
+            found.append(position[name])
+        elif len(by_base.get(name, [])) == 1:
+            found.append(by_base[name][0])
+        elif name in by_base:
+            many = ", ".join(known[k] for k in by_base[name][:4])
+            raise ArgumentError(
+                f"pick(): {name!r} is the name of several samples of {where}: {many}"
+            )
+        else:
+            raise ArgumentError(
+                f"pick(): {where} has no sample named {name!r} ({len(known)} samples, e.g. "
+                f"{', '.join(known[:3])}){suggest(name, known)}"
+            )
+    return found
+
+
+def _indices_by_label(
+    reader: Any, where: str, wanted: list[int | str], class_names: dict[int, str], count: int
+) -> list[int]:
+    """The first ``count`` samples of ``reader`` with one of the labels ``wanted``."""
+    by_name = {name: label for label, name in class_names.items()}
+    labels = set()
+    for item in wanted:
+        if isinstance(item, str):
+            if item not in by_name:
+                names = list(by_name)
+                raise ArgumentError(
+                    f"pick(): no class named {item!r} (classes: {', '.join(names) or 'none'})"
+                    f"{suggest(item, names)}"
+                )
+            labels.add(by_name[item])
+        else:
+            labels.add(int(item))
+    found = []
+    for k in range(len(reader.sample_names())):
+        if labels & set(reader.labels_of(k)):
+            found.append(k)
+            if len(found) == count:
+                break
+    if not found:
+        raise ArgumentError(f"pick(): no sample of {where} has the label(s) {sorted(labels)}")
+    return found
 
 
 def _upstream(op: OperatorNode) -> set[int]:

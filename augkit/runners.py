@@ -201,6 +201,25 @@ class GraphRunner:
         self.last = values
         return tuple(values[d] for d in self.outputs)
 
+    def pick(self, picks: dict[str, list[int]]) -> Delivery:
+        """See ``Pipeline.pick``: one batch of the samples ``picks`` (reader name -> indices),
+        with fresh random draws (an iteration number of the reruns' range), the readers left
+        where they were."""
+        self.rewind()  # batches computed ahead are dropped; the readers are where the user is
+        readers = self.executor.readers()
+        size = len(next(iter(picks.values())))
+        self._reruns += 1
+        iteration = RERUN_ITERATIONS + self._reruns
+        for name, indices in picks.items():
+            readers[name].picked = list(indices)  # type: ignore[attr-defined]
+        try:
+            values, notes = self.executor.run(iteration, size, False)
+        finally:
+            for name in picks:
+                readers[name].picked = None  # type: ignore[attr-defined]
+        self.last_iteration = iteration
+        return self._deliver(values, notes)
+
     def set_function(self, name: str, function: Callable[..., Any]) -> None:
         """See ``Pipeline.set_function``."""
         self.rewind()

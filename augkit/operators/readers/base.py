@@ -13,11 +13,18 @@ A reader subclass writes three things:
   an ``OSError`` names the file (``path_of(index)``) in the error;
 - ``path_of(index)``: where sample ``index`` lives, for messages ("" if nowhere).
 
-and registers its schema with ``READER_ARGS`` among its arguments.
+and registers its schema with ``READER_ARGS`` among its arguments; ``labels_of(index)`` where the
+reader knows a sample's labels without reading it (for ``Pipeline.pick(labels=...)``).
+
+Picking (``Pipeline.pick``, the viewer's pinned samples): while ``picked`` holds sample indices,
+``next_batch`` reads exactly those and leaves the position in the data set alone; a screening
+decoder's rejects are then left out (the batch is shorter) instead of read on for, since reading
+on would move the reader.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +66,14 @@ class Reader(SourceOperator):
 
     def path_of(self, index: int) -> str:
         return ""
+
+    def labels_of(self, index: int) -> tuple[int, ...]:
+        """The labels of sample ``index`` without reading it (``Pipeline.pick(labels=...)``)."""
+        raise self.error("cannot pick samples by label: it has no labels to pick by")
+
+    def sample_names(self) -> list[str]:
+        """Every sample's name (its ``source_info``), in the data set's order."""
+        return list(self._names)
 
     def error(self, message: str) -> ArgumentError:
         return ArgumentError(f"{self.name}: {message}")
@@ -103,9 +118,15 @@ class Reader(SourceOperator):
         self._screens: list[tuple[int, str, Screen]] = []
         self._last_good: _Kept | None = None
         self._failed_in_row = 0
+        self.picked: list[int] | None = None  # see the module docstring (picking)
 
     # --- SourceOperator -----------------------------------------------------------------------
     def next_batch(self, ctx: RunContext, batch_size: int, partial: bool) -> list[TensorList]:
+        if self.picked is not None:
+            if not self._screens:
+                return self._read(ctx, self.picked)
+            kept, skipped = self._read_screened(ctx, self.picked, self._screens)
+            return self._picked_batch(ctx, kept, skipped, self._screens)
         cursor = self.cursor
         epoch, pos = cursor.start()
         screened = bool(self._screens)
@@ -146,7 +167,6 @@ class Reader(SourceOperator):
         values: Sequence[Any],
         screen: Screen,
     ) -> list[TensorList]:
-        epoch, e, p = self.cursor.end()
         kept, skipped = [], []
         for i, value in enumerate(values):
             name = outputs[output]._source_info[i]
@@ -161,6 +181,9 @@ class Reader(SourceOperator):
                 data = tuple(out._samples[i] for out in outputs)
                 kept.append(_Kept(data, name, {operator: value}))
         screens = [(output, operator, screen)]
+        if self.picked is not None:
+            return self._picked_batch(ctx, kept, skipped, screens)
+        epoch, e, p = self.cursor.end()
         return self._fill(ctx, kept, skipped, epoch, e, p, len(outputs[0]), ctx.partial, screens)
 
     # --- reading ------------------------------------------------------------------------------
@@ -290,6 +313,27 @@ class Reader(SourceOperator):
         for _, key, _ in screens:
             ctx.notes.screened[key] = [k.values[key] for k in kept]
         ctx.notes.skipped.extend(skipped)
+        return outputs
+
+    def _picked_batch(
+        self,
+        ctx: RunContext,
+        kept: list[_Kept],
+        skipped: list[SkippedSample],
+        screens: list[tuple[int, str, Screen]],
+    ) -> list[TensorList]:
+        """The batch of the picked samples that passed the screens (nothing read on for)."""
+        if not kept:
+            last = skipped[-1]
+            raise OperatorError(
+                f"every picked sample was skipped; the last one ({last.path or last.source_info})"
+                f": {last.reason}",
+                operator=last.operator,
+            )
+        outputs = self._batches([k.data for k in kept], [k.name for k in kept])
+        for _, key, _ in screens:
+            ctx.notes.screened[key] = [k.values[key] for k in kept]
+        ctx.notes.skipped.extend(dataclasses.replace(r, refilled=False) for r in skipped)
         return outputs
 
     def _path_of_name(self, name: str) -> str:

@@ -878,6 +878,11 @@ class CocoReader(Reader):
             self._mask_sources = [(*s[:3], None, *s[4:]) for s in sources]
 
     # --- reading ------------------------------------------------------------------------------
+    def labels_of(self, index: int) -> tuple[int, ...]:
+        """The labels of the image's annotations (each once)."""
+        lo, hi = self._bounds[index], self._bounds[index + 1]
+        return tuple(sorted({int(v) for v in np.asarray(self._labels[lo:hi]).ravel()}))
+
     def load(self, index: int) -> tuple[np.ndarray, ...]:
         lo, hi = self._bounds[index], self._bounds[index + 1]
         out = [

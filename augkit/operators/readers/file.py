@@ -228,6 +228,9 @@ class FileReader(Reader):
     def path_of(self, index: int) -> str:
         return self._paths[index]
 
+    def labels_of(self, index: int) -> tuple[int, ...]:
+        return (int(self._labels[index][0]),)
+
     def empty_dtype(self, index: int) -> Any:
         return np.uint8 if index == 0 else np.int32
 
