@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import html
 import io
 import pathlib
 import time
@@ -1081,3 +1082,215 @@ def test_viewer_exposes_its_widget_for_layouts(viewer):
     box = widgets.HBox([viewer.widget, widgets.HTML("notes")])
     assert box.children[0] is viewer.root
     assert isinstance(viewer.widget, widgets.Widget)
+
+
+# --- pin and pick -------------------------------------------------------------------------------
+def shown_files(viewer: _Viewer) -> list[str]:
+    return [viewer.batch.source_info(i) for i in range(len(viewer.batch))]
+
+
+def test_pick_by_file_pins_the_samples_and_next_batch_moves_on(pipe):
+    viewer = Viewer(pipe, columns=COLUMNS, tile=TILE)
+    first = shown_files(viewer)
+    viewer.pick(["grace_hopper.jpg", "animals/chelsea_cat.jpg"])
+    assert viewer.error.value == ""
+    assert shown_files(viewer) == ["people/grace_hopper.jpg", "animals/chelsea_cat.jpg"]
+    assert viewer.pinned == shown_files(viewer) and viewer.pin_button.value
+    assert "pinned: 2 samples" in viewer.summary.value
+    viewer.rerun_button.click()  # new draws, the same samples
+    viewer.reset_button.click()  # the next epoch, the same samples
+    assert shown_files(viewer) == ["people/grace_hopper.jpg", "animals/chelsea_cat.jpg"]
+    viewer.sliders["edit"]["amount"].value = 60
+    assert shown_files(viewer) == ["people/grace_hopper.jpg", "animals/chelsea_cat.jpg"]
+    # Next batch is the ask: it unpins and goes on from the reader's position. Reset started
+    # a new epoch, so that is the epoch's first batch, the one shown first.
+    viewer.next_button.click()
+    assert viewer.pinned is None and not viewer.pin_button.value
+    assert shown_files(viewer) == first
+
+
+def test_pin_button_keeps_the_current_samples_through_reset(viewer):
+    files = shown_files(viewer)
+    viewer.next_button.click()
+    files = shown_files(viewer)
+    viewer.pin_button.value = True
+    assert viewer.pinned == files
+    viewer.reset_button.click()
+    assert shown_files(viewer) == files and viewer.error.value == ""
+    viewer.pin_button.value = False
+    viewer.reset_button.click()
+    assert shown_files(viewer) != files  # unpinned: the new epoch's first batch
+
+
+def test_pick_box_takes_file_names_and_labels_and_shows_what_is_wrong(viewer, pipe):
+    names = pipe.class_names()
+    people = next(label for label, name in names.items() if name == "people")
+    viewer.pick_box.value = "people"
+    assert viewer.error.value == ""
+    assert all(f.startswith("people/") for f in shown_files(viewer))
+    viewer.pick_box.value = f"{people}, 0"
+    assert {f.split("/")[0] for f in shown_files(viewer)} == {"people", names[0]}
+    picture_before = viewer.image.value
+    viewer.pick_box.value = "cameraman.jpg, no_such_file.jpg"
+    assert "no sample named &#x27;no_such_file.jpg&#x27;" in viewer.error.value
+    assert viewer.image.value == picture_before  # the grid stays
+    viewer.pick_box.value = "cameraman.jpg"
+    assert viewer.error.value == "" and shown_files(viewer) == ["people/cameraman.jpg"]
+
+
+# --- tiles: click, zoom, draws ------------------------------------------------------------------
+def click(viewer: _Viewer, index: int, columns: int = COLUMNS) -> None:
+    """A click in the middle of tile ``index``, as ipyevents reports it."""
+    band = grid.title_height(TILE)
+    x = 4 + (index % columns) * (TILE + 4) + TILE // 2
+    y = 4 + (index // columns) * (band + TILE + 4) + band + TILE // 2
+    viewer._on_grid_event({"event": "click", "dataX": x, "dataY": y})
+
+
+def test_tile_at_maps_picture_pixels_to_tiles():
+    # 6 tiles, 4 per row, tiles of 100 with a 20-pixel title band, 4 pixels of padding.
+    assert grid.tile_at(4, 4, 6, 4, 100, 20) == 0
+    assert grid.tile_at(103, 123, 6, 4, 100, 20) == 0
+    assert grid.tile_at(105, 50, 6, 4, 100, 20) is None  # padding between columns
+    assert grid.tile_at(108, 50, 6, 4, 100, 20) == 1
+    assert grid.tile_at(10, 4 + 124, 6, 4, 100, 20) == 4  # second row, in its title band
+    assert grid.tile_at(4 + 2 * 104 + 1, 4 + 124 + 1, 6, 4, 100, 20) is None  # no tile 6
+    assert grid.tile_at(2, 2, 6, 4, 100, 20) is None
+
+
+def test_clicking_a_tile_shows_it_in_the_zoom_with_its_random_draws(image_dir):
+    pipe = make_pipe(image_dir, rotate=True)
+    try:
+        viewer = Viewer(pipe, columns=COLUMNS, tile=TILE)
+        assert viewer.zoom.root.layout.display == "none"
+        click(viewer, 4)
+        assert viewer.error.value == "" and viewer.selected == 4
+        assert viewer.zoom.root.layout.display != "none"
+        np.testing.assert_array_equal(viewer.zoom.sample, viewer.batch.at(4))
+        record = pipe.draws("edit")[4]
+        assert viewer.draws(4) == record and list(record) == ["rotate.angle"]
+        assert f"{record['rotate.angle']:.4g}"[:4] in viewer.zoom.draws.value
+        assert viewer.batch.source_info(4) in html.unescape(viewer.zoom.title.value)
+        # The zoom follows its tile: a slider move redraws it with the new pixels.
+        viewer.sliders["edit"]["amount"].value = 70
+        np.testing.assert_array_equal(viewer.zoom.sample, viewer.batch.at(4))
+        viewer._on_grid_event({"event": "click", "dataX": 1, "dataY": 1})  # padding: nothing
+        assert viewer.selected == 4
+        with pytest.raises(ArgumentError, match="no tile 99"):
+            viewer.select(99)
+    finally:
+        pipe.close()
+
+
+def test_a_tiles_draws_replay_its_pixels(image_dir):
+    """The draws of one odd sample reproduce it: the operator called on its input with them
+    gives the same pixels as the pipeline did."""
+    from augkit import eager
+
+    pipe = make_pipe(image_dir, rotate=True)
+    try:
+        Viewer(pipe, columns=COLUMNS, tile=TILE)
+        draws = pipe.draws("rotate")
+        for i in (0, 3):
+            replay = eager.rotate(
+                np.asarray(pipe.value("resize").at(i)),
+                angle=draws[i]["rotate.angle"],
+                keep_size=True,
+                fill_value=0,
+            )
+            np.testing.assert_array_equal(replay, pipe.value("rotate").at(i))
+    finally:
+        pipe.close()
+
+
+def test_the_compare_picker_keeps_two_nodes_side_by_side_while_sliders_move(viewer):
+    viewer.compare_picker.value = "resize"
+    assert viewer.error.value == ""
+    assert "compared with resize" in viewer.summary.value
+    assert len(viewer._tiles) == 2 * len(viewer.batch)
+    wide = picture(viewer)
+    assert wide.width == 2 * (TILE + 4) + 4
+    before = viewer.image.value
+    viewer.difference_toggle.value = True
+    assert picture(viewer).width == 3 * (TILE + 4) + 4
+    viewer.sliders["edit"]["amount"].value = 80
+    assert viewer.image.value != before and "compared with resize" in viewer.summary.value
+    # The difference column is |edit - resize|: the brightening, where nothing clipped.
+    click(viewer, 2, columns=3)
+    difference = viewer.zoom.sample
+    edit, resize = viewer.batch.at(0).astype(int), viewer.pipe.value("resize").at(0).astype(int)
+    np.testing.assert_array_equal(difference, np.abs(edit - resize))
+    viewer.compare_picker.value = None
+    assert picture(viewer).width == COLUMNS * (TILE + 4) + 4
+
+
+# --- live edits ---------------------------------------------------------------------------------
+@pytest.fixture
+def shell():
+    """An IPython shell of its own (not the global instance: get_ipython() stays None for the
+    other tests), with the viewers' post_run_cell hook."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    from augkit.widgets import live
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = InteractiveShell(config=config)
+    live.attach(shell)
+    yield shell
+    shell.events.unregister("post_run_cell", live._shells.pop(shell))
+
+
+LIVE_CELL = """
+import numpy as np
+from augkit import Pipeline, fn, types
+from augkit.widgets import Viewer
+
+def brighten(image, amount=10):
+    return np.clip(image.astype(np.int16) + amount, 0, 255).astype(np.uint8)
+
+pipe = Pipeline(batch_size=2, num_threads=1, device_id=None, seed=1,
+                exec_async=False, exec_pipelined=False)
+with pipe:
+    jpegs, labels = fn.readers.file(file_root={root!r})
+    images = fn.resize(fn.decoders.image(jpegs, output_type=types.RGB), resize_x=32, resize_y=32)
+    pipe.set_outputs(fn.python_function(images, function=brighten, name="edit"), labels)
+viewer = Viewer(pipe, image_format="png", tile=32)
+"""
+
+
+def test_redefining_the_function_in_a_cell_updates_the_open_viewer(shell, image_dir):
+    assert shell.run_cell(LIVE_CELL.format(root=str(image_dir))).success
+    viewer, pipe = shell.user_ns["viewer"], shell.user_ns["pipe"]
+    try:
+        files = shown_files(viewer)
+        first = viewer.batch.at(0).copy()
+        shell.run_cell("x = 1")  # a cell that redefines nothing changes nothing
+        np.testing.assert_array_equal(viewer.batch.at(0), first)
+        shell.run_cell(
+            "def brighten(image, amount=10):\n"
+            "    return np.clip(image.astype(np.int16) - amount, 0, 255).astype(np.uint8)\n"
+        )
+        assert viewer.error.value == ""
+        assert shown_files(viewer) == files  # the same batch, through the new code
+        assert (viewer.batch.at(0).astype(int) <= first.astype(int)).all()
+        assert not np.array_equal(viewer.batch.at(0), first)
+        grid_before = viewer.image.value
+        # An error in the new code: in the error panel, and the old grid stays.
+        shell.run_cell("def brighten(image, amount=10):\n    raise ValueError('not yet')\n")
+        assert "not yet" in viewer.error.value and "ValueError" in viewer.error.value
+        assert viewer.image.value == grid_before
+        # A cell that fails is not picked up; a name bound to something else neither.
+        shell.run_cell("def brighten(image, amount=10):\n    return image\nraise KeyError('x')")
+        assert "not yet" in viewer.error.value
+        shell.run_cell("brighten = lambda image, amount=10: image")
+        assert "not yet" in viewer.error.value
+        viewer.live = False
+        shell.run_cell("def brighten(image, amount=10):\n    return image\n")
+        assert "not yet" in viewer.error.value
+        viewer.live = True
+        shell.run_cell("def brighten(image, amount=10):\n    return image\n")
+        assert viewer.error.value == ""
+    finally:
+        pipe.close()

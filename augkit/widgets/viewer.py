@@ -79,6 +79,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import html
 import inspect
@@ -88,6 +89,7 @@ from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
+from ipyevents import Event
 from traitlets import TraitError
 
 from augkit import grid, overlays, viz
@@ -97,6 +99,7 @@ from augkit.kinds import GENERIC, Kind
 from augkit.pipeline import Pipeline
 from augkit.static_checks import check_kinds
 from augkit.tensors import TensorList
+from augkit.widgets import live
 from augkit.widgets.controls import (
     ArgumentControls,
     FunctionControls,
@@ -104,6 +107,7 @@ from augkit.widgets.controls import (
     controls_for,
     effective_keywords,
 )
+from augkit.widgets.zoom import Zoom
 
 
 class Viewer:
@@ -210,6 +214,13 @@ class Viewer:
         self._fitted: dict[int, Any] = {}  # tile position -> the photo fitted to it
         self.overlays: dict[str, str] = {}
         self.sweep_buttons: dict[tuple[str, str], widgets.Button] = {}
+        self.live = True  # follow functions redefined in the notebook (augkit.widgets.live)
+        self.pinned: list[str] | None = None  # the pinned samples' names (pin(), pick())
+        self.selected: int | None = None  # the tile shown in the zoom
+        self._tiles: list[_Tile] = []  # what the grid on screen shows, tile by tile
+        self._tile_columns = columns
+        self._tile_band = 0
+        self._pinning = False  # the pin button is being set from code: do not act
 
         self.next_button = widgets.Button(
             description="Next batch", icon="forward", tooltip="pipe.run(): the next batch"
@@ -225,6 +236,28 @@ class Viewer:
             tooltip="pipe.reset(), pipe.run(): the first batch of the next epoch",
         )
         self.node_picker = widgets.Dropdown(description="show", options=[])
+        self.compare_picker = widgets.Dropdown(
+            description="compare",
+            options=[("—", None)],
+            value=None,
+            tooltip="another node beside the one shown, tile by tile",
+        )
+        self.difference_toggle = widgets.Checkbox(
+            value=False, description="|A - B|", indent=False, layout=widgets.Layout(width="auto")
+        )
+        self.pin_button = widgets.ToggleButton(
+            value=False,
+            description="Pin",
+            icon="thumb-tack",
+            tooltip="keep these samples (by file): Rerun and Reset keep them, Next batch moves on",
+        )
+        self.pick_box = widgets.Text(
+            value="",
+            placeholder="file names or labels, comma-separated; Enter",
+            description="pick",
+            continuous_update=False,
+        )
+        self.zoom = Zoom()
         self.summary = widgets.HTML()
         self.overlay_toggles = {
             name: widgets.Checkbox(value=True, description=name, indent=False)
@@ -250,10 +283,14 @@ class Viewer:
                 widgets.HBox(
                     [self.next_button, self.rerun_button, self.reset_button, self.node_picker]
                 ),
+                widgets.HBox(
+                    [self.pin_button, self.pick_box, self.compare_picker, self.difference_toggle]
+                ),
                 self.summary,
                 self._toggles_box,
                 self.error,
                 self.image,
+                self.zoom.root,
                 self.values,
                 self._controls_box,
                 self._code_box,
@@ -301,6 +338,13 @@ class Viewer:
         self.rerun_button.on_click(lambda _: self._act(self._rerun))
         self.reset_button.on_click(lambda _: self._act(self._reset))
         self.node_picker.observe(self._on_pick, names="value")
+        self.compare_picker.observe(self._on_pick, names="value")
+        self.difference_toggle.observe(self._on_pick, names="value")
+        self.pin_button.observe(self._on_pin, names="value")
+        self.pick_box.observe(self._on_pick_box, names="value")
+        self._grid_events = Event(source=self.image, watched_events=["click"])
+        self._grid_events.on_dom_event(self._on_grid_event)
+        live.watch(self)
         self._wanted = output  # what the first picture shows, once a batch is there
         if isinstance(output, str) and output not in pipe.nodes():
             names = list(pipe.nodes())
@@ -449,11 +493,17 @@ class Viewer:
         finally:
             self._set_for_sweep(operator, param, controls[param].value)
             self.pipe.rerun([operator])
-        swept = TensorList(rows, shown.layout(), titles)
+        swept = TensorList(rows, shown.layout(), titles, kind=shown.kind)
         picture = viz._render(
             [swept], len(shown), titles, None, None, None, viz._Targets(), self.tile, None
         )
         self.image.value = self._encode(picture)
+        per_row = len(shown)
+        self._set_tiles(
+            [_Tile(swept, k, titles[k], name, k % per_row) for k in range(len(rows))],
+            per_row,
+            titles,
+        )
         self.summary.value = html.escape(
             f"sweep of {operator}.{param} over {len(values)} values: {name}, one row per value"
         )
@@ -512,19 +562,118 @@ class Viewer:
                 self._set_function(operator)
                 self.pipe.rerun([operator])
             labels = (f"A: {a}", f"B: {a} with {_function_name(function)}")
+        return self._draw_compare(first, second, list(labels), difference, (a, b or a))
+
+    def _draw_compare(
+        self,
+        first: TensorList,
+        second: TensorList,
+        heads: list[str],
+        difference: bool,
+        nodes: tuple[str, str],
+    ) -> list[TensorList]:
+        """Draw ``first`` and ``second`` side by side, tile by tile (and ``|A - B|``)."""
         count = min(len(first), len(second))
         columns = [first[:count], second[:count]]
-        heads = list(labels)
+        owners: list[str | None] = list(nodes)
         if difference:
             columns.append(_difference(columns[0], columns[1]))
             heads.append("|A - B|")
+            owners.append(None)
         titles = [f"{head} · {columns[0].source_info(i)}" for i in range(count) for head in heads]
         picture = viz._render(
             columns, len(columns), titles, None, None, None, viz._Targets(), self.tile, None
         )
         self.image.value = self._encode(picture)
+        self.image.layout.display = None
+        self.values.value = ""
+        width = len(columns)
+        self._set_tiles(
+            [
+                _Tile(columns[k % width], k // width, titles[k], owners[k % width], k // width)
+                for k in range(count * width)
+            ],
+            width,
+            titles,
+        )
         self.summary.value = html.escape(f"compare: {' | '.join(heads)}")
         return columns
+
+    def pin(self, on: bool = True) -> None:
+        """Keep the samples on screen (by file) while tweaking: Rerun draws anew on them,
+        Reset starts the next epoch and shows them again, controls and edits recompute them;
+        only Next batch moves on (and unpins). ``pin(False)`` lets go.
+
+        Raises:
+            GraphError: a pipeline without a reader (an external source's samples have no
+                names to keep).
+        """
+        if not on:
+            self.pinned = None
+        else:
+            names = self._reader_sources()
+            if not names:
+                raise GraphError(
+                    "pin(): this pipeline's samples come from no reader, so there are no file "
+                    "names to keep them by"
+                )
+            self.pinned = names
+        self._pinning = True
+        try:
+            self.pin_button.value = self.pinned is not None
+        finally:
+            self._pinning = False
+        self._show_pinned()
+
+    def pick(
+        self,
+        names: Sequence[str] | str | None = None,
+        *,
+        labels: Sequence[int | str] | int | str | None = None,
+    ) -> None:
+        """Show chosen samples, by file name (``"grace_hopper.jpg"``, or the reader's
+        ``"people/grace_hopper.jpg"``) or by label (numbers or class names: the first
+        batch's worth of them), and pin them (``pin``). See ``Pipeline.pick``.
+
+        Raises:
+            ArgumentError: a name or label no sample has (nothing on screen changes).
+        """
+        self.pipe.pick(names, labels=labels)
+        self._ran(())
+        self.pin(True)
+        self._refresh()
+
+    def select(self, index: int) -> None:
+        """Show tile ``index`` of the grid on screen in the zoom (what a click on it does):
+        the sample at full resolution, the values under the cursor, a histogram per channel,
+        and what the random operators drew for it (``Pipeline.draws``).
+
+        Raises:
+            ArgumentError: no such tile.
+        """
+        if not 0 <= index < len(self._tiles):
+            raise ArgumentError(
+                f"select(): no tile {index} (the grid shows {len(self._tiles)} tiles)"
+            )
+        tile = self._tiles[index]
+        draws = self._draws_of(tile)
+        layout = tile.batch.layout() or ""
+        sample = np.asarray(tile.batch.at(tile.index))
+        self.zoom.show(sample, layout=layout, kind=tile.batch.kind, title=tile.title, draws=draws)
+        self.selected = index
+
+    def draws(self, index: int) -> dict[str, Any]:
+        """What the random operators drew for tile ``index`` of the grid on screen (one
+        record of ``Pipeline.draws``: ``{"Rotate_4.angle": 12.4, ...}``)."""
+        if not 0 <= index < len(self._tiles):
+            raise ArgumentError(f"draws(): no tile {index} (the grid shows {len(self._tiles)})")
+        return self._draws_of(self._tiles[index])
+
+    def _draws_of(self, tile: _Tile) -> dict[str, Any]:
+        if tile.node is None:  # a difference image: no node, no draws of its own
+            return {}
+        records = self.pipe.draws(tile.node)
+        return records[tile.sample] if tile.sample < len(records) else {}
 
     def _set_for_sweep(self, operator: str, param: str, value: Any) -> None:
         if operator in self._controls:
@@ -583,6 +732,9 @@ class Viewer:
             self.error.value = ""
 
     def _next(self) -> None:
+        # Next batch is the one thing that moves on from pinned samples (and unpins).
+        if self.pinned is not None:
+            self.pin(False)
         self._ran(self.pipe.run())
         self._refresh()
 
@@ -592,8 +744,50 @@ class Viewer:
 
     def _reset(self) -> None:
         self.pipe.reset()
-        self._ran(self.pipe.run())
+        if self.pinned is not None:  # the next epoch, the same samples on screen
+            self._ran(self.pipe.pick(self.pinned))
+        else:
+            self._ran(self.pipe.run())
         self._refresh()
+
+    def _on_pin(self, change: Mapping[str, Any]) -> None:
+        if not self._pinning:
+            self._act(lambda: self.pin(bool(change["new"])))
+
+    def _on_pick_box(self, change: Mapping[str, Any]) -> None:
+        text = str(change["new"]).strip()
+        if not text:
+            return
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        # Numbers and class names are labels; anything else is a file name.
+        classes = set(self._names().values())
+        as_labels = all(item.lstrip("-").isdigit() or item in classes for item in items)
+        if as_labels:
+            labels = [int(i) if i.lstrip("-").isdigit() else i for i in items]
+            self._act(lambda: self.pick(labels=labels))
+        else:
+            self._act(lambda: self.pick(items))
+
+    def _on_grid_event(self, event: Mapping[str, Any]) -> None:
+        """A click on the grid (ipyevents: ``dataX``/``dataY`` in the picture's own pixels):
+        the tile under it goes to the zoom."""
+        x, y = event.get("dataX"), event.get("dataY")
+        if event.get("event", event.get("type")) != "click" or x is None or y is None:
+            return
+        index = grid.tile_at(x, y, len(self._tiles), self._tile_columns, self.tile, self._tile_band)
+        if index is not None:
+            self._act(lambda: self.select(index))
+
+    def _follow(self, namespace: Mapping[str, Any]) -> None:
+        """After a cell (``augkit.widgets.live``): the functions redefined there, in."""
+        found: dict[str, Callable[..., Any]] = {}
+        for controls in self._controls.values():
+            name = controls.function_name
+            new = namespace.get(name)
+            if inspect.isfunction(new) and new.__name__ == name and new is not controls.function:
+                found[controls.operator] = new
+        if found:
+            self.update(**found)
 
     def _on_control(self, operator: str, change: Mapping[str, Any]) -> None:
         self._act(lambda: self._apply([operator]))
@@ -656,6 +850,9 @@ class Viewer:
             self._picking = True
             try:
                 self.node_picker.options = options
+                kept = self.compare_picker.value
+                self.compare_picker.options = [("—", None), *options]
+                self.compare_picker.value = kept if kept in names else None
             finally:
                 self._picking = False
         self._pick(current)
@@ -686,6 +883,36 @@ class Viewer:
                 return name
         return next((n for n in self._outputs if n), names[0] if names else None)
 
+    def _reader_sources(self) -> list[str]:
+        """The names of the samples on screen, as the first reader gave them ([] if none)."""
+        for op in self.pipe._operators():
+            if op.schema.role == "reader" and op.outputs:
+                return list(self.pipe.value(op.outputs[0].name).source_info())
+        return []
+
+    def _show_pinned(self) -> None:
+        if self.batch is not None and self.node_picker.value is not None:
+            shown = min(len(self.batch), self.max_samples)
+            self.summary.value = (
+                _summary(self.node_picker.value, self.batch, shown) + self._pinned_note()
+            )
+
+    def _pinned_note(self) -> str:
+        if self.pinned is None:
+            return ""
+        return html.escape(f" · pinned: {len(self.pinned)} samples (Next batch moves on)")
+
+    def _set_tiles(self, tiles: list[_Tile], columns: int, titles: Sequence[str]) -> None:
+        """Remember what each tile of the picture on screen shows (for clicks, ``select``)."""
+        self._tiles = tiles
+        self._tile_columns = columns
+        self._tile_band = grid.title_height(self.tile) if any(titles) else 0
+        if self.selected is not None and self.zoom.root.layout.display != "none":
+            if self.selected < len(tiles):
+                self.select(self.selected)  # the zoom follows the tile it shows
+            else:
+                self.zoom.hide()
+
     # --- drawing ----------------------------------------------------------------------------------
     def _render(self) -> None:
         name = self.node_picker.value
@@ -694,6 +921,18 @@ class Viewer:
         batch = self.pipe.value(name)
         self.batch = batch
         shown = batch[: self.max_samples] if len(batch) > self.max_samples else batch
+        other = self.compare_picker.value
+        if other is not None and grid.looks_like_images(shown):
+            # Compare mode (the "compare" picker): the node beside another, kept while the
+            # controls move, until the picker is set back to "—".
+            second = self.pipe.value(other)[: len(shown)]
+            self._draw_compare(
+                shown, second, [name, other], self.difference_toggle.value, (name, other)
+            )
+            self.summary.value = _summary(name, batch, len(shown)) + html.escape(
+                f" · compared with {other}"
+            )
+            return
         if grid.looks_like_images(shown):
             drawn = self._overlay_batches(name, len(shown))
             on_boxes = "labels" in drawn and self.overlays["labels"] == self._labels_name()
@@ -711,12 +950,18 @@ class Viewer:
                 raise
             self.image.layout.display = None
             self.values.value = ""
+            self._set_tiles(
+                [_Tile(shown, i, titles[i], name, i) for i in range(len(shown))],
+                self.columns,
+                titles,
+            )
         else:
             self.overlays = {}
             self._show_toggles()
             self.image.layout.display = "none"
             self.values.value = _values_table(shown, self._titles(shown))
-        self.summary.value = _summary(name, batch, len(shown))
+            self._set_tiles([], self.columns, [])
+        self.summary.value = _summary(name, batch, len(shown)) + self._pinned_note()
 
     def _grid_bytes(self, shown: TensorList, titles: list[str], drawn: dict[str, Any]) -> bytes:
         """The grid of ``shown`` with the overlays ``drawn`` (``viz.image_grid_png``'s
@@ -997,6 +1242,18 @@ _DRAWS = frozenset({"random_bbox_crop"})
 _ROI = ("roi_start", "roi_end", "roi_relative", "roi_shape")
 _TARGETS = ("boxes", "mask", "keypoints", "polygons", "vertices", "labels")
 _COORDINATES = frozenset({"boxes", "keypoints", "polygons", "vertices"})
+
+
+@dataclasses.dataclass
+class _Tile:
+    """One tile of the picture on screen: sample ``index`` of ``batch``, titled ``title``,
+    sample ``sample`` of node ``node``'s batch (None: a difference, of no node)."""
+
+    batch: TensorList
+    index: int
+    title: str
+    node: str | None
+    sample: int
 
 
 def _difference(first: TensorList, second: TensorList) -> TensorList:
