@@ -1294,3 +1294,13 @@ def test_redefining_the_function_in_a_cell_updates_the_open_viewer(shell, image_
         assert viewer.error.value == ""
     finally:
         pipe.close()
+
+
+def test_snapshot_is_the_picture_on_screen_in_its_format(pipe):
+    viewer = _Viewer(pipe, columns=COLUMNS, tile=TILE)
+    snap = viewer.snapshot()
+    assert snap.format == "jpeg" and snap.data == bytes(viewer.image.value)
+    assert "image/jpeg" in snap._repr_mimebundle_()[0]
+    viewer.image_format = "png"
+    viewer.show(viewer.node_picker.value)
+    assert viewer.snapshot().format == "png"

@@ -379,6 +379,14 @@ class Viewer:
         self._image_format = value
         self.image.format = value
 
+    def snapshot(self) -> Any:
+        """The picture on screen as an ``IPython.display.Image`` (JPEG or PNG, as it
+        travels): the last expression of a cell shows it, and a saved notebook keeps it where
+        the live widget shows only text (GitHub)."""
+        from IPython.display import Image
+
+        return Image(data=bytes(self.image.value), format=self.image_format)
+
     @property
     def widget(self) -> widgets.VBox:
         """The ipywidgets widget that holds the whole viewer, to lay it out among other
@@ -481,7 +489,8 @@ class Viewer:
         name = node or self.node_picker.value
         count = samples or self.columns
         rows: list[Any] = []
-        titles: list[str] = []
+        titles: list[str] = []  # per tile: "param=value · file" (the zoom's title)
+        heads: list[str] = []  # per tile on the picture: "param=value", which a tile can hold
         try:
             for value in values:
                 self._set_for_sweep(operator, param, value)
@@ -490,12 +499,13 @@ class Viewer:
                 shown = batch[: min(count, len(batch))]
                 rows += [shown._samples[i] for i in range(len(shown))]
                 titles += [f"{param}={value!r} · {src}" for src in shown._source_info]
+                heads += [f"{param}={_short(value)}"] * len(shown)
         finally:
             self._set_for_sweep(operator, param, controls[param].value)
             self.pipe.rerun([operator])
         swept = TensorList(rows, shown.layout(), titles, kind=shown.kind)
         picture = viz._render(
-            [swept], len(shown), titles, None, None, None, viz._Targets(), self.tile, None
+            [swept], len(shown), heads, None, None, None, viz._Targets(), self.tile, None
         )
         self.image.value = self._encode(picture)
         per_row = len(shown)
@@ -561,7 +571,7 @@ class Viewer:
             finally:
                 self._set_function(operator)
                 self.pipe.rerun([operator])
-            labels = (f"A: {a}", f"B: {a} with {_function_name(function)}")
+            labels = (f"A: {a}", f"B: {_function_name(function)}")
         return self._draw_compare(first, second, list(labels), difference, (a, b or a))
 
     def _draw_compare(
@@ -580,9 +590,11 @@ class Viewer:
             columns.append(_difference(columns[0], columns[1]))
             heads.append("|A - B|")
             owners.append(None)
+        # The picture's titles are the heads (a tile has room for them); the zoom's say the file.
         titles = [f"{head} · {columns[0].source_info(i)}" for i in range(count) for head in heads]
+        shown_titles = [head for _ in range(count) for head in heads]
         picture = viz._render(
-            columns, len(columns), titles, None, None, None, viz._Targets(), self.tile, None
+            columns, len(columns), shown_titles, None, None, None, viz._Targets(), self.tile, None
         )
         self.image.value = self._encode(picture)
         self.image.layout.display = None
@@ -1269,6 +1281,13 @@ def _difference(first: TensorList, second: TensorList) -> TensorList:
         wide = np.abs(x.astype(np.float64) - y.astype(np.float64))
         out.append(wide.astype(x.dtype) if x.dtype.kind in "iu" else wide.astype(np.float32))
     return TensorList(out, first.layout(), first._source_info)
+
+
+def _short(value: Any) -> str:
+    """A swept value as a tile's title shows it: floats with 3 significant digits."""
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return repr(value)
 
 
 def _sweep_values(widget: Any, count: int = 5) -> list[Any]:
