@@ -135,6 +135,13 @@ class Viewer:
       and what follows, as for a function's parameter.
     - An exception from the pipeline is shown under the buttons, with the user's traceback,
       and the viewer keeps working: fix the value or the function, and click again.
+    - **Live edits** (``augkit.widgets.live``): redefining a Python operator's function in a
+      cell and running the cell gives the operator the new function, as ``update()`` does.
+    - **Sweep** (a button beside each control, ``sweep()``), **compare** (a picker: another
+      node beside the one shown, kept while controls move; ``compare()`` also A/B-tests a new
+      function), **zoom** (a click on a tile, ``select()``: full resolution, the values under
+      the cursor, a histogram, the tile's random draws), **pin** and **pick** (``pin()``,
+      ``pick()``: keep the samples or choose them by file or label; Next batch moves on).
 
     Args:
         pipe: the pipeline (built here if it is not yet).
@@ -166,6 +173,14 @@ class Viewer:
         error: HTML with the last error and its traceback ("" after a success).
         timings: HTML table of the per-operator times (``pipe.profile()``).
         code: HTML with the Python operator calls, current values bound.
+        pin_button, pick_box: pin the samples on screen; pick samples (file names or labels,
+            comma-separated, then Enter).
+        compare_picker, difference_toggle: the node compared with the one shown ("—": none),
+            and whether ``|A - B|`` is drawn too.
+        zoom: the ``augkit.widgets.zoom.Zoom`` panel under the grid (hidden until a click).
+        sweep_buttons: (operator, parameter) -> its sweep Button.
+        pinned: the pinned samples' names, or None. selected: the tile in the zoom, or None.
+        live: whether redefined functions are followed (default True).
         root: the VBox that holds it all (what the notebook displays); also ``widget``.
         batch: the TensorList of the node shown (whole, not cut to ``max_samples``).
         last_error: the exception shown in ``error``, or None.
