@@ -141,11 +141,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only",
-        choices=("all", "workloads", "operators", "iterator", "targets"),
+        choices=("all", "workloads", "operators", "iterator", "targets", "viewer"),
         default="all",
         help="what to run: the workloads' table, the per-operator table, the PyTorch "
         "iterator's cost (benchmarks/iterator.py), images with their targets "
-        "(benchmarks/targets.py), or all of them (default)",
+        "(benchmarks/targets.py), the viewer's speed (benchmarks/viewer.py), or all of them "
+        "(default)",
     )
     parser.add_argument(
         "--ops",
@@ -775,6 +776,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchmarks import targets
 
         status = max(status, targets.main([]))
+    if args.only in ("all", "viewer"):
+        from benchmarks import viewer
+
+        status = max(status, viewer.main([]))
     return status
 
 

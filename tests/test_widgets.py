@@ -1304,3 +1304,58 @@ def test_snapshot_is_the_picture_on_screen_in_its_format(pipe):
     viewer.image_format = "png"
     viewer.show(viewer.node_picker.value)
     assert viewer.snapshot().format == "png"
+
+
+COCO_ANNOTATIONS = pathlib.Path(__file__).resolve().parents[1] / "data" / "annotations"
+
+
+def rotated_coco(image_dir) -> Pipeline:
+    """COCO photos and their boxes rotated together by a constant angle (a control)."""
+    pipe = Pipeline(batch_size=3, num_threads=1, device_id=None, seed=5)
+    with pipe:
+        jpegs, boxes, labels = fn.readers.coco(
+            file_root=str(image_dir),
+            annotations_file=str(COCO_ANNOTATIONS / "instances.json"),
+            ltrb=True,
+            ratio=True,
+            skip_empty=True,
+        )
+        images = fn.resize(fn.decoders.image(jpegs, output_type=types.RGB), size=[96, 96])
+        images, boxes = fn.rotate(
+            [images, boxes], angle=10.0, keep_size=True, fill_value=0, name="rotate"
+        )
+        pipe.set_outputs(images, boxes, labels)
+    return pipe
+
+
+def test_a_call_with_input_sets_gets_one_set_of_controls(image_dir):
+    pipe = rotated_coco(image_dir)
+    try:
+        viewer = Viewer(pipe, tile=96)
+        assert "rotate" in viewer.sliders and "rotate#1" not in viewer.sliders
+        viewer.sliders["rotate"]["angle"].value = 30.0
+        assert viewer.error.value == ""
+        assert pipe._runner.executor.nodes[-1].args["angle"] == 30.0  # the boxes' node too
+    finally:
+        pipe.close()
+
+
+def test_a_sweep_draws_the_overlays_of_each_row(image_dir):
+    """Boxes that move with the swept argument move with it, row by row."""
+    pipe = rotated_coco(image_dir)
+    try:
+        viewer = Viewer(pipe, tile=96)
+        assert viewer.overlays["boxes"] == "rotate#1"
+        viewer.sweep("rotate", "angle", [0.0, 30.0], samples=2)
+        with_boxes = np.asarray(picture(viewer))
+        viewer.overlay_toggles["boxes"].value = False
+        viewer.sweep("rotate", "angle", [0.0, 30.0], samples=2)
+        without = np.asarray(picture(viewer))
+        changed = (with_boxes != without).any(axis=-1)
+        band, height = grid.title_height(96), 96 + 4
+        rows = [changed[4 + r * (band + height) : 4 + (r + 1) * (band + height)] for r in (0, 1)]
+        assert rows[0].sum() > 100 and rows[1].sum() > 100  # boxes drawn in both rows
+        # ...and not the same boxes: the second row's are rotated by 30 degrees.
+        assert (rows[0] != rows[1]).sum() > 100
+    finally:
+        pipe.close()

@@ -175,7 +175,7 @@ class Viewer:
         code: HTML with the Python operator calls, current values bound.
         pin_button, pick_box: pin the samples on screen; pick samples (file names or labels,
             comma-separated, then Enter).
-        compare_picker, difference_toggle: the node compared with the one shown ("—": none),
+        compare_picker, difference_toggle: the node compared with the one shown ("": none),
             and whether ``|A - B|`` is drawn too.
         zoom: the ``augkit.widgets.zoom.Zoom`` panel under the grid (hidden until a click).
         sweep_buttons: (operator, parameter) -> its sweep Button.
@@ -253,8 +253,8 @@ class Viewer:
         self.node_picker = widgets.Dropdown(description="show", options=[])
         self.compare_picker = widgets.Dropdown(
             description="compare",
-            options=[("—", None)],
-            value=None,
+            options=[("none", "")],  # "" (not None, which a Dropdown shows as no choice at all)
+            value="",
             tooltip="another node beside the one shown, tile by tile",
         )
         self.difference_toggle = widgets.Checkbox(
@@ -273,6 +273,7 @@ class Viewer:
             continuous_update=False,
         )
         self.zoom = Zoom()
+        self.zoom.root.add_class("augkit-zoom")
         self.summary = widgets.HTML()
         self.overlay_toggles = {
             name: widgets.Checkbox(value=True, description=name, indent=False)
@@ -285,6 +286,7 @@ class Viewer:
         self._toggles_box.layout.display = "none"
         self.error = widgets.HTML()
         self.image = widgets.Image(format=image_format)
+        self.image.add_class("augkit-grid")  # for a page's scripts and tests (no layout)
         self.values = widgets.HTML()
         self.code = widgets.HTML()
         self.timings = widgets.HTML()
@@ -506,6 +508,7 @@ class Viewer:
         rows: list[Any] = []
         titles: list[str] = []  # per tile: "param=value · file" (the zoom's title)
         heads: list[str] = []  # per tile on the picture: "param=value", which a tile can hold
+        drawn_rows: list[dict[str, Any]] = []  # the overlays of each row
         try:
             for value in values:
                 self._set_for_sweep(operator, param, value)
@@ -515,12 +518,25 @@ class Viewer:
                 rows += [shown._samples[i] for i in range(len(shown))]
                 titles += [f"{param}={value!r} · {src}" for src in shown._source_info]
                 heads += [f"{param}={_short(value)}"] * len(shown)
+                if grid.looks_like_images(shown):
+                    drawn_rows.append(self._overlay_batches(name, len(shown)))
         finally:
             self._set_for_sweep(operator, param, controls[param].value)
             self.pipe.rerun([operator])
         swept = TensorList(rows, shown.layout(), titles, kind=shown.kind)
+        # The overlays of every row (boxes that move with the swept parameter move with it).
+        kinds = set.intersection(*(set(d) for d in drawn_rows)) if drawn_rows else set()
+        drawn = {
+            kind: TensorList(
+                [d[kind]._samples[i] for d in drawn_rows for i in range(len(d[kind]))],
+                drawn_rows[0][kind].layout(),
+                kind=drawn_rows[0][kind].kind,
+            )
+            for kind in kinds
+        }
+        targets, labels = self._overlay_targets(drawn)
         picture = viz._render(
-            [swept], len(shown), heads, None, None, None, viz._Targets(), self.tile, None
+            [swept], len(shown), heads, labels, None, None, targets, self.tile, None
         )
         self.image.value = self._encode(picture)
         per_row = len(shown)
@@ -878,8 +894,8 @@ class Viewer:
             try:
                 self.node_picker.options = options
                 kept = self.compare_picker.value
-                self.compare_picker.options = [("—", None), *options]
-                self.compare_picker.value = kept if kept in names else None
+                self.compare_picker.options = [("none", ""), *options]
+                self.compare_picker.value = kept if kept in names else ""
             finally:
                 self._picking = False
         self._pick(current)
@@ -948,10 +964,10 @@ class Viewer:
         batch = self.pipe.value(name)
         self.batch = batch
         shown = batch[: self.max_samples] if len(batch) > self.max_samples else batch
-        other = self.compare_picker.value
+        other = self.compare_picker.value or None  # "" (or None set from code): no compare
         if other is not None and grid.looks_like_images(shown):
             # Compare mode (the "compare" picker): the node beside another, kept while the
-            # controls move, until the picker is set back to "—".
+            # controls move, until the picker is set back to "none".
             second = self.pipe.value(other)[: len(shown)]
             self._draw_compare(
                 shown, second, [name, other], self.difference_toggle.value, (name, other)
@@ -1002,6 +1018,14 @@ class Viewer:
                 self._fitted[position] = grid.fit(pixels, tile)
             return self._fitted[position]
 
+        targets, labels = self._overlay_targets(drawn)
+        picture = viz._render(
+            [shown], self.columns, titles, labels, None, None, targets, self.tile, fit
+        )
+        return self._encode(picture)
+
+    def _overlay_targets(self, drawn: Mapping[str, Any]) -> tuple[Any, Any]:
+        """``viz._render``'s targets and labels for the overlay batches ``drawn``."""
         targets = viz._Targets(class_names=self._names())._replace(
             boxes=drawn.get("boxes"),
             masks=drawn.get("masks"),
@@ -1009,11 +1033,7 @@ class Viewer:
             polygons=drawn.get("polygons"),
             vertices=drawn.get("vertices"),
         )
-        labels = drawn.get("labels")
-        picture = viz._render(
-            [shown], self.columns, titles, labels, None, None, targets, self.tile, fit
-        )
-        return self._encode(picture)
+        return targets, drawn.get("labels")
 
     def _encode(self, picture: Any) -> bytes:
         """The grid's bytes as the ``Image`` widget takes them (``image_format``)."""
@@ -1194,8 +1214,16 @@ class Viewer:
         return [n for n in self.pipe._operators() if n.schema.role == "python"]
 
     def _builtin_nodes(self) -> list[Any]:
-        # The built-in operators whose constant arguments can change (Pipeline.set_arguments).
-        return [n for n in self.pipe._operators() if n.schema.role in ("operator", "random")]
+        # The built-in operators whose constant arguments can change (Pipeline.set_arguments);
+        # of one call with input sets (``fn.rotate([images, boxes], angle=10.0)``), only the
+        # first set's node: its controls change the whole call (set_arguments does).
+        seen: set[int] = set()
+        found = []
+        for node in self.pipe._operators():
+            if node.schema.role in ("operator", "random") and node.seed_group not in seen:
+                seen.add(node.seed_group)
+                found.append(node)
+        return found
 
     def _builtin_params(self, node: Any) -> dict[str, Any]:
         """The ``params=`` entries for a built-in operator: by schema name, then by operator

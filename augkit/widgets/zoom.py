@@ -146,6 +146,8 @@ class Zoom:
         self.pixel = widgets.HTML(value="", layout=widgets.Layout(min_height="1.5em"))
         self.histogram = widgets.HTML(value="")
         self.draws = widgets.HTML(value="")
+        for widget, name in ((self.image, "image"), (self.pixel, "pixel"), (self.draws, "draws")):
+            widget.add_class(f"augkit-zoom-{name}")  # for a page's scripts and tests
         self.events = ipyevents.Event(
             source=self.image,
             watched_events=["mousemove", "mouseleave"],
