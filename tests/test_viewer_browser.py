@@ -16,7 +16,8 @@ dragged with the mouse) must each change the bytes of the grid image on the page
   (the zoom opens with the tile's random draws; hovering its image gives the pixel's values),
   the compare picker (the grid gets a column per node), the pick box (a COCO class name: the
   samples are pinned), and a live edit: a new ``brighten`` typed into a cell and run changes
-  the grid with no call to the viewer.
+  the grid with no call to the viewer; then the compare picker's "previous version" puts the
+  grid before the edit beside the grid after it.
 - Notebook 7: the same notebook at ``/notebooks/<name>.ipynb`` of the same jupyter server (the
   ``notebook`` package is a server extension of it), Run All Cells from its menu, the same checks
   but the slider dragged with the mouse (below).
@@ -720,6 +721,17 @@ def test_viewer_workbench_in_jupyterlab(jupyter):
             page.keyboard.press("Shift+Enter")
             _new_picture(page, image, source)
             assert image.evaluate(IMAGE_DIGEST) != before
+            assert "Traceback" not in viewer.inner_text(), viewer.inner_text()
+
+            # A/B of the edit: the compare picker offers the version it replaced.
+            source = image.get_attribute("src")
+            viewer.locator(".widget-dropdown").filter(has_text="compare").locator(
+                "select"
+            ).select_option(label="brighten: previous version")
+            _new_picture(page, image, source)
+            width, _, _, _ = image.evaluate(IMAGE_SIZES)
+            assert width == 2 * (tile + 4) + 4
+            assert "previous version" in viewer.inner_text()
             assert "Traceback" not in viewer.inner_text(), viewer.inner_text()
     finally:
         with contextlib.suppress(OSError, ValueError):  # keep the test's own error, if any

@@ -1359,3 +1359,27 @@ def test_a_sweep_draws_the_overlays_of_each_row(image_dir):
         assert (rows[0] != rows[1]).sum() > 100
     finally:
         pipe.close()
+
+
+def test_the_version_an_edit_replaced_can_be_compared_with_the_new_one(pipe):
+    viewer = Viewer(pipe, columns=COLUMNS, tile=TILE)
+    viewer.sliders["edit"]["amount"].value = 40
+    brightened = [viewer.batch.at(i).copy() for i in range(2)]
+    assert not any("previous" in label for label, _ in viewer.compare_picker.options)
+    viewer.update(edit=darken)  # as a live edit does
+    options = dict(viewer.compare_picker.options)
+    viewer.compare_picker.value = options["edit: previous version"]
+    assert viewer.error.value == ""
+    assert "compared with edit's previous version" in html.unescape(viewer.summary.value)
+    assert picture(viewer).width == 2 * (TILE + 4) + 4
+    click(viewer, 1, columns=2)  # B: the batch under the replaced version, its values kept
+    np.testing.assert_array_equal(viewer.zoom.sample, brightened[0])
+    click(viewer, 0, columns=2)  # A: now
+    np.testing.assert_array_equal(viewer.zoom.sample, viewer.batch.at(0))
+    assert (viewer.batch.at(0) <= brightened[0]).all()
+    # The operator runs the new version afterwards, and a slider keeps the comparison.
+    viewer.sliders["edit"]["amount"].value = 10
+    assert "previous version" in viewer.summary.value and viewer.error.value == ""
+    assert viewer.code_text.count("darken") == 1
+    viewer.compare_picker.value = ""
+    assert picture(viewer).width == COLUMNS * (TILE + 4) + 4

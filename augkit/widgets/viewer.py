@@ -138,8 +138,8 @@ class Viewer:
     - **Live edits** (``augkit.widgets.live``): redefining a Python operator's function in a
       cell and running the cell gives the operator the new function, as ``update()`` does.
     - **Sweep** (a button beside each control, ``sweep()``), **compare** (a picker: another
-      node beside the one shown, kept while controls move; ``compare()`` also A/B-tests a new
-      function), **zoom** (a click on a tile, ``select()``: full resolution, the values under
+      node beside the one shown, kept while controls move, or a function's version before its
+      last edit; ``compare()`` also A/B-tests any new function), **zoom** (a click on a tile, ``select()``: full resolution, the values under
       the cursor, a histogram, the tile's random draws), **pin** and **pick** (``pin()``,
       ``pick()``: keep the samples or choose them by file or label; Next batch moves on).
 
@@ -229,6 +229,7 @@ class Viewer:
         self._fitted: dict[int, Any] = {}  # tile position -> the photo fitted to it
         self.overlays: dict[str, str] = {}
         self.sweep_buttons: dict[tuple[str, str], widgets.Button] = {}
+        self._previous: dict[str, Callable[..., Any]] = {}  # operator -> its replaced function
         self.live = True  # follow functions redefined in the notebook (augkit.widgets.live)
         self.pinned: list[str] | None = None  # the pinned samples' names (pin(), pick())
         self.selected: int | None = None  # the tile shown in the zoom
@@ -458,6 +459,8 @@ class Viewer:
             targets.update(dict.fromkeys(hits, function))
         retired: list[widgets.Widget] = []
         for operator, function in targets.items():
+            # The version replaced, with its controls' values: the compare picker offers it.
+            self._previous[operator] = self._controls[operator].bind()
             retired += self._controls[operator].widgets.values()
             self._replace(self._controls[operator], function)
         self._show_controls()
@@ -595,15 +598,22 @@ class Viewer:
                     f"compare(): {operator!r} is not a Python operator of this viewer "
                     f"(have: {', '.join(known) or 'none'}){suggest(str(operator), known)}"
                 )
-            try:
-                self.pipe.set_function(operator, function)
-                self.pipe.rerun([operator])
-                second = self.pipe.value(a)[:count]
-            finally:
-                self._set_function(operator)
-                self.pipe.rerun([operator])
+            second = self._under(operator, function, a, count)
             labels = (f"A: {a}", f"B: {_function_name(function)}")
         return self._draw_compare(first, second, list(labels), difference, (a, b or a))
+
+    def _under(
+        self, operator: str, function: Callable[..., Any], name: str, count: int
+    ) -> TensorList:
+        """Node ``name``'s first ``count`` samples with ``operator`` running ``function`` (the
+        same samples and draws); the operator gets its own function back afterwards."""
+        try:
+            self.pipe.set_function(operator, function)
+            self.pipe.rerun([operator])
+            return self.pipe.value(name)[:count]
+        finally:
+            self._set_function(operator)
+            self.pipe.rerun([operator])
 
     def _draw_compare(
         self,
@@ -893,12 +903,31 @@ class Viewer:
             self._picking = True
             try:
                 self.node_picker.options = options
-                kept = self.compare_picker.value
-                self.compare_picker.options = [("none", ""), *options]
-                self.compare_picker.value = kept if kept in names else ""
             finally:
                 self._picking = False
+        self._sync_compare_options()
         self._pick(current)
+
+    def _sync_compare_options(self) -> None:
+        """The compare picker's choices: none, every node, and the previous version of each
+        Python operator's function that ``update()`` or a live edit replaced."""
+        nodes = [(label, value) for label, value in self.node_picker.options]
+        previous = [
+            (f"{op}: previous version", f"{_PREVIOUS}{op}")
+            for op in self._previous
+            if op in self._controls
+        ]
+        options = [("none", ""), *nodes, *previous]
+        if list(self.compare_picker.options) == options:
+            return
+        kept = self.compare_picker.value
+        was = self._picking
+        self._picking = True
+        try:
+            self.compare_picker.options = options
+            self.compare_picker.value = kept if kept in {v for _, v in options} else ""
+        finally:
+            self._picking = was
 
     def _pick(self, name: str | None) -> None:
         self._picking = True
@@ -965,6 +994,17 @@ class Viewer:
         self.batch = batch
         shown = batch[: self.max_samples] if len(batch) > self.max_samples else batch
         other = self.compare_picker.value or None  # "" (or None set from code): no compare
+        if other is not None and other.startswith(_PREVIOUS) and grid.looks_like_images(shown):
+            # A/B of the last edit: the node now beside the node under the replaced version.
+            operator = other[len(_PREVIOUS) :]
+            before = self._under(operator, self._previous[operator], name, len(shown))
+            self.batch = self.pipe.value(name)  # the same numbers, recomputed
+            heads = ["now", "previous"]  # short: a small tile's title holds them
+            self._draw_compare(shown, before, heads, self.difference_toggle.value, (name, name))
+            self.summary.value = _summary(name, batch, len(shown)) + html.escape(
+                f" · compared with {operator}'s previous version"
+            )
+            return
         if other is not None and grid.looks_like_images(shown):
             # Compare mode (the "compare" picker): the node beside another, kept while the
             # controls move, until the picker is set back to "none".
@@ -1297,6 +1337,9 @@ _DRAWS = frozenset({"random_bbox_crop"})
 _ROI = ("roi_start", "roi_end", "roi_relative", "roi_shape")
 _TARGETS = ("boxes", "mask", "keypoints", "polygons", "vertices", "labels")
 _COORDINATES = frozenset({"boxes", "keypoints", "polygons", "vertices"})
+
+
+_PREVIOUS = "\0previous:"  # the compare picker's value for an operator's previous version
 
 
 @dataclasses.dataclass
