@@ -560,6 +560,7 @@ def test_viewer_in_jupyterlab(jupyter):
             timed.scroll_into_view_if_needed()
             timing = _time_slider(page, timed, TIMED_PRESSES)
             TIMING_FILE.write_text(json.dumps(timing, indent=2) + "\n")
+            assert timing["format"] == "jpeg"  # the grid's default transport (image_format)
             print(
                 f"\nbrowser timing, {timing['presses']} slider moves, 16 tiles of 300 x 300: "
                 f"median {timing['median_ms']} ms, max {timing['max_ms']} ms to the new image "

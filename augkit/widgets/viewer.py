@@ -139,9 +139,10 @@ class Viewer:
       cell and running the cell gives the operator the new function, as ``update()`` does.
     - **Sweep** (a button beside each control, ``sweep()``), **compare** (a picker: another
       node beside the one shown, kept while controls move, or a function's version before its
-      last edit; ``compare()`` also A/B-tests any new function), **zoom** (a click on a tile, ``select()``: full resolution, the values under
-      the cursor, a histogram, the tile's random draws), **pin** and **pick** (``pin()``,
-      ``pick()``: keep the samples or choose them by file or label; Next batch moves on).
+      last edit; ``compare()`` also A/B-tests any new function), **zoom** (a click on a tile,
+      ``select()``: full resolution, the values under the cursor, a histogram, the tile's
+      random draws), **pin** and **pick** (``pin()``, ``pick()``: keep the samples or choose
+      them by file or label; Next batch moves on).
 
     Args:
         pipe: the pipeline (built here if it is not yet).
