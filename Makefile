@@ -76,6 +76,7 @@ dali-reference: dali-venv
 	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/dali_parity/generate.py $(FAMILIES)
 	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/dali_parity/coco_reference.py
 	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/iterators_reference.py
+	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/auto_aug_reference.py
 
 dali-parity: venv
 	$(BIN)/python -m tests.dali_parity.report

@@ -5,7 +5,7 @@
 See ``docs/architecture.md`` for the layers and ``README.md`` for the Quickstart.
 """
 
-from augkit import fn, math, ops, types
+from augkit import auto_aug, fn, math, ops, types
 from augkit.errors import ArgumentError, AugkitError, DeviceError, GraphError, OperatorError
 from augkit.pipeline import Pipeline, pipeline_def
 from augkit.tensors import Tensor, TensorList
@@ -21,6 +21,7 @@ __all__ = [
     "Pipeline",
     "Tensor",
     "TensorList",
+    "auto_aug",
     "fn",
     "math",
     "ops",
