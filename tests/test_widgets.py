@@ -239,11 +239,16 @@ def test_reset_shows_the_first_batch_of_the_epoch_again(image_dir):
     assert viewer.batch.source_info()[0] == "animals/chelsea_cat.jpg"
 
 
-def test_timings_table_lists_every_operator(viewer, pipe):
+def test_timings_table_lists_every_operator_while_open(viewer, pipe):
     viewer.next_button.click()
+    assert viewer.timings.value == ""  # closed: not filled (no update for a hidden table)
+    viewer._timings_box.selected_index = 0  # opened: filled at once
     for name in ("reader", "decode", "resize", "angle", "rotate", "edit"):
         assert f"<td>{name}</td>" in viewer.timings.value
     assert "<td>decoders.image</td>" in viewer.timings.value
+    before = viewer.timings.value
+    viewer.next_button.click()  # ...and kept up to date while open
+    assert viewer.timings.value != before
 
 
 # --- node picker -------------------------------------------------------------------------------

@@ -172,7 +172,8 @@ class Viewer:
             Checkbox (shown for the kinds the node on screen has).
         overlays: target kind -> name of the node drawn over the node shown.
         error: HTML with the last error and its traceback ("" after a success).
-        timings: HTML table of the per-operator times (``pipe.profile()``).
+        timings: HTML table of the per-operator times (``pipe.profile()``), filled while its
+            "timings" section (``Accordion``) is open.
         code: HTML with the Python operator calls, current values bound.
         pin_button, pick_box: pin the samples on screen; pick samples (file names or labels,
             comma-separated, then Enter).
@@ -297,6 +298,8 @@ class Viewer:
             children=[self.code], titles=("copy code",), selected_index=0
         )
         self._timings_box = widgets.Accordion(children=[self.timings], titles=("timings",))
+        # Filled while open: a hidden table updated on every slider move still costs the page.
+        self._timings_box.observe(lambda _: self._act(self._show_timings), names="selected_index")
         self.root = widgets.VBox(
             [
                 widgets.HBox(
@@ -1177,6 +1180,8 @@ class Viewer:
         return []
 
     def _show_timings(self) -> None:
+        if self._timings_box.selected_index is None:  # closed: filled when it is opened
+            return
         rows = self.pipe.profile().rows
         cells = "".join(
             f"<tr><td>{html.escape(r['operator'])}</td><td>{html.escape(r['op'])}</td>"
