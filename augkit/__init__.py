@@ -7,6 +7,7 @@ See ``docs/architecture.md`` for the layers and ``README.md`` for the Quickstart
 
 from augkit import auto_aug, fn, math, ops, types
 from augkit.errors import ArgumentError, AugkitError, DeviceError, GraphError, OperatorError
+from augkit.operators.tensors.subscript import newaxis
 from augkit.pipeline import Pipeline, pipeline_def
 from augkit.tensors import Tensor, TensorList
 
@@ -24,6 +25,7 @@ __all__ = [
     "auto_aug",
     "fn",
     "math",
+    "newaxis",
     "ops",
     "pipeline_def",
     "types",

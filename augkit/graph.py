@@ -197,6 +197,17 @@ class DataNode:
     def __ge__(self, other: Any) -> Any:
         return _expression("ge", self, other)
 
+    def __getitem__(self, index: Any) -> DataNode:
+        """``x[1:3, :, 0]``, ``x[idx]`` (a per-sample DataNode) with DALI's semantics
+        (``augkit.operators.tensors.subscript``)."""
+        from augkit.operators.tensors.subscript import subscript
+
+        return subscript(self, index)
+
+    # Not iterable, though it has __getitem__ (which would make iter() step through indices
+    # 0, 1, 2... forever, and ``a, b = node`` say "too many values"): a TypeError at once.
+    __iter__ = None
+
     # Defining __eq__ drops the inherited hash; nodes are dictionary keys by identity (the
     # executor's batches), and object's hash is C-fast where a Python __hash__ costs a call.
     __hash__ = object.__hash__

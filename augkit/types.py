@@ -187,3 +187,255 @@ def to_dtype(value: Any) -> DALIDataType:
 def from_numpy(dtype: np.dtype) -> DALIDataType:
     """The DALIDataType of a NumPy dtype."""
     return to_dtype(dtype)
+
+
+# --- Constant ------------------------------------------------------------------------------------
+# DALI's ``types.Constant``: a scalar (no shape, layout, device) is a ``ScalarConstant``, a number
+# with a DALI type for arithmetic's type promotion (``images + types.Constant(3, types.UINT8)``
+# stays uint8, where ``images + 3`` is int32); anything else (a list, an array, a scalar with a
+# shape, a layout or a device) is an ``fn.constant`` node, the same tensor for every sample.
+# Measured on DALI 2.4 (tests/subscript_reference.py): a NumPy array keeps its dtype, except
+# float64 -> float32 and, without ``dtype``, int64/uint64 -> int32/uint32 (an OverflowError when
+# a value does not fit); a list of ints is INT32, with a float FLOAT, of bools BOOL; a nested
+# list is refused (DALI: TypeError "Unexpected type"); ``shape`` reshapes an array (same volume)
+# or fills it with a scalar; ``Constant(3, device="cpu")`` is 0-D. Enum constants (DALI's
+# DATA_TYPE tensors) are not supported.
+
+_INT_TYPES = frozenset(
+    {INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64}
+)  # DALI's _int_types
+_FLOAT_TYPES = frozenset({FLOAT16, FLOAT, FLOAT64})
+_ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor")
+_ARITHMETIC += ("lshift", "rshift", "eq", "ne", "lt", "le", "gt", "ge")
+
+
+class ScalarConstant:
+    """A number with a DALI type, for mathematical expressions (DALI's ``ScalarConstant``);
+    make it with ``Constant``. Python ``bool``/``int``/``float`` are BOOL/INT32/FLOAT; a NumPy
+    scalar or 0-D array keeps its type; ``dtype`` converts the value (``Constant(2.7,
+    INT16).value`` is 2, truncated as Python's ``int``).
+
+    Example:
+        >>> Constant(3, UINT8)
+        3
+        >>> Constant(2.7, dtype=INT16).value
+        2
+        >>> str(Constant(np.int8(3)))
+        '3:DALIDataType.INT8'
+    """
+
+    def __init__(self, value: Any, dtype: DALIDataType | None = None) -> None:
+        if isinstance(value, (np.generic, np.ndarray)):
+            kind = to_dtype(value.dtype)
+            value = value.item()
+            dtype = kind if dtype is None else dtype
+        if not isinstance(value, (bool, int, float)):
+            raise TypeError(
+                f"Expected scalar value of type 'bool', 'int' or 'float', got {type(value)}."
+            )
+        if dtype is not None:
+            dtype = to_dtype(dtype)
+            if dtype == BOOL:
+                value = bool(value)
+            elif dtype in _INT_TYPES:
+                value = int(value)
+            else:
+                value = float(value)
+        else:
+            dtype = BOOL if isinstance(value, bool) else INT32 if isinstance(value, int) else FLOAT
+        self.value: bool | int | float = value
+        self.dtype: DALIDataType = dtype
+        self.shape: list[int] = []
+
+    def numpy(self) -> np.generic:
+        """The value as a NumPy scalar of its type (what arithmetic gets)."""
+        return self.dtype.numpy.type(self.value)
+
+    def _cast(self, dtype: DALIDataType) -> ScalarConstant:
+        return ScalarConstant(self.value, dtype)
+
+    def bool(self) -> ScalarConstant:
+        return self._cast(BOOL)
+
+    def int8(self) -> ScalarConstant:
+        return self._cast(INT8)
+
+    def int16(self) -> ScalarConstant:
+        return self._cast(INT16)
+
+    def int32(self) -> ScalarConstant:
+        return self._cast(INT32)
+
+    def int64(self) -> ScalarConstant:
+        return self._cast(INT64)
+
+    def uint8(self) -> ScalarConstant:
+        return self._cast(UINT8)
+
+    def uint16(self) -> ScalarConstant:
+        return self._cast(UINT16)
+
+    def uint32(self) -> ScalarConstant:
+        return self._cast(UINT32)
+
+    def uint64(self) -> ScalarConstant:
+        return self._cast(UINT64)
+
+    def float16(self) -> ScalarConstant:
+        return self._cast(FLOAT16)
+
+    def float32(self) -> ScalarConstant:
+        return self._cast(FLOAT)
+
+    def float64(self) -> ScalarConstant:
+        return self._cast(FLOAT64)
+
+    def __bool__(self) -> bool:
+        if self.dtype in _INT_TYPES or self.dtype == BOOL:
+            return bool(self.value)
+        raise TypeError(f"convert the {self.dtype.name} ScalarConstant to bool or int first")
+
+    def __int__(self) -> int:
+        if self.dtype in _INT_TYPES or self.dtype == BOOL:
+            return int(self.value)
+        raise TypeError(f"convert the {self.dtype.name} ScalarConstant to an int type first")
+
+    def __index__(self) -> int:
+        return self.__int__()
+
+    def __float__(self) -> float:
+        if self.dtype in _FLOAT_TYPES:
+            return float(self.value)
+        raise TypeError(f"convert the {self.dtype.name} ScalarConstant to a float type first")
+
+    def __eq__(self, other: Any) -> Any:
+        if isinstance(other, ScalarConstant):
+            return self.value == other.value and self.dtype == other.dtype
+        return _binary("eq", self, other)
+
+    def __ne__(self, other: Any) -> Any:
+        if isinstance(other, ScalarConstant):
+            return self.value != other.value or self.dtype != other.dtype
+        return _binary("ne", self, other)
+
+    __hash__ = object.__hash__
+
+    def __neg__(self) -> ScalarConstant:
+        return ScalarConstant(-self.value, self.dtype)
+
+    def __str__(self) -> str:
+        return f"{self.value}:{self.dtype}"
+
+    def __repr__(self) -> str:
+        return f"{self.value}"
+
+
+def _binary(op: str, left: Any, right: Any) -> Any:
+    """``left <op> right`` where one side is a ScalarConstant and the other, a DataNode, makes
+    the node (the ScalarConstant as a NumPy scalar of its type); otherwise NotImplemented."""
+    from augkit.graph import DataNode, _expression
+
+    if not isinstance(left, DataNode) and not isinstance(right, DataNode):
+        return NotImplemented
+    operands = [x.numpy() if isinstance(x, ScalarConstant) else x for x in (left, right)]
+    return _expression(op, *operands)
+
+
+def _operators(op: str) -> tuple[Any, Any]:
+    def forward(self: ScalarConstant, other: Any) -> Any:
+        return _binary(op, self, other)
+
+    def backward(self: ScalarConstant, other: Any) -> Any:
+        return _binary(op, other, self)
+
+    return forward, backward
+
+
+for _op in _ARITHMETIC:
+    _forward, _backward = _operators(_op)
+    if _op in ("eq", "ne"):
+        continue
+    setattr(ScalarConstant, f"__{_op}__", _forward)
+    if _op not in ("lt", "le", "gt", "ge"):  # node < c is c > node: no reflected form
+        setattr(ScalarConstant, f"__r{_op}__", _backward)
+
+
+def _is_scalar_shape(shape: Any) -> bool:
+    return shape is None or (not isinstance(shape, str) and list(np.atleast_1d(shape)) in ([], [1]))
+
+
+def Constant(
+    value: Any,
+    dtype: Any = None,
+    shape: Any = None,
+    layout: str | None = None,
+    device: str | None = None,
+    **kwargs: Any,
+) -> Any:
+    """DALI's ``types.Constant``: a ``ScalarConstant`` for a scalar without ``shape``,
+    ``layout``, ``device`` or other arguments; otherwise an ``fn.constant`` node, the same
+    tensor for every sample (see the comment above this function for DALI's types).
+
+    Raises:
+        TypeError: a value that is not numbers (a string, a nested list).
+        OverflowError: an int64 array that does not fit int32 without ``dtype``.
+
+    Example:
+        >>> Constant(2.5).dtype
+        <DALIDataType.FLOAT: 9>
+    """
+    if isinstance(value, (DALIDataType, DALIImageType, DALIInterpType)):
+        raise TypeError(f"augkit has no enum constants (DALI's DATA_TYPE tensors): {value!r}")
+    if dtype is not None:
+        dtype = to_dtype(dtype)
+    is_array = isinstance(value, (np.ndarray, np.generic))
+    # DALI's test: whatever is not a list, a tuple or an array of dimensions is a scalar (so a
+    # string is refused by ScalarConstant, with its message).
+    scalar = (
+        not isinstance(value, (list, tuple))
+        and not (is_array and np.ndim(value) > 0)
+        and _is_scalar_shape(shape)
+    )
+    if scalar and device is None and layout is None and not kwargs:
+        return ScalarConstant(value, dtype)
+    if is_array:
+        array = np.asarray(value)
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)
+        elif dtype is None and array.dtype in (np.int64, np.uint64):
+            limits = np.iinfo(np.int32 if array.dtype == np.int64 else np.uint32)
+            if array.size and (array.min() < limits.min or array.max() > limits.max):
+                bad = array.min() if array.min() < limits.min else array.max()
+                raise OverflowError(f"Integer {bad} out of range for {limits.dtype}")
+            array = array.astype(limits.dtype)
+        actual = to_dtype(array.dtype)
+        if shape is not None:
+            array = array.reshape(shape)
+        shape = list(array.shape)
+        data: Any = array.ravel().tolist()
+    else:
+        if shape is None:
+            shape = [len(value)] if isinstance(value, (list, tuple)) else []
+        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        for item in items:
+            if not isinstance(item, (bool, int, float)):
+                raise TypeError("Unexpected type: " + str(type(item)))
+        actual = (
+            FLOAT
+            if any(isinstance(v, float) for v in items) or not items
+            else INT32
+            if any(not isinstance(v, bool) for v in items)
+            else BOOL
+        )
+        data = items
+    if dtype is None:
+        dtype = actual
+    from augkit import fn
+
+    integers = actual in _INT_TYPES or actual == BOOL
+    data = [int(v) for v in data] if integers else [float(v) for v in data]
+    key = "idata" if integers else "fdata"
+    place = {} if device is None else {"device": device}
+    return fn.constant(
+        **{key: data}, shape=list(shape), dtype=dtype, layout=layout, **place, **kwargs
+    )
