@@ -77,6 +77,7 @@ dali-reference: dali-venv
 	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/dali_parity/coco_reference.py
 	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/iterators_reference.py
 	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/auto_aug_reference.py
+	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/subscript_reference.py
 
 dali-parity: venv
 	$(BIN)/python -m tests.dali_parity.report
