@@ -718,7 +718,7 @@ def dali_notes(
     setup = f"{min(setups):.2f}–{max(setups):.2f} s" if setups else "–"
     return [
         f"DALI {runner.version} (Python {hello['python']}, numpy {hello['numpy']}, Pillow "
-        f"{hello['pillow']}) ran in a subprocess of the venv `{_shown(venv)}`, "
+        f"{hello['pillow']}) ran in a subprocess of the venv `{rp.shown(venv)}`, "
         f"CPU only: `device_id=None`, CUDA devices seen: {hello['cuda_devices']}, "
         f"libcuda mapped into the process: {'yes' if libcuda else 'no'}. Its pipelines use DALI "
         "2.4's default executor (`exec_async=True, exec_pipelined=True`, which select the "
@@ -750,7 +750,7 @@ def run_operators(args: argparse.Namespace) -> int:
     )
     lines = ops.run_table(settings, log)
     print("\n".join(lines))
-    log(f"written to {_shown(args.ops_out)}")
+    log(f"written to {rp.shown(args.ops_out)}")
     return 0
 
 
@@ -879,7 +879,7 @@ def run_workloads(args: argparse.Namespace) -> int:
         "# augkit throughput, side by side",
         "",
         *mc.machine_info(ROOT, args.pillow_blocks_max),
-        f"- data: {len(files)} JPEGs of `{_shown(args.data)}` (bytes in memory for plain "
+        f"- data: {len(files)} JPEGs of `{rp.shown(args.data)}` (bytes in memory for plain "
         "Python and the DataLoader; augkit and DALI read the files with `fn.readers.file`)",
         f"- batch 32 pairs (two readers), `num_threads=2`; {args.images} images timed per pass; "
         f"{args.warmup} warm-up pass(es), then {args.rounds} rounds, contenders interleaved "
@@ -963,17 +963,10 @@ def run_workloads(args: argparse.Namespace) -> int:
             f"batch 32 pairs, num_threads=2, median of {args.rounds} interleaved rounds, "
             f"{dt.date.today().isoformat()}",
         )
-        log(f"written to {_shown(args.out)} and {_shown(chart)}")
+        log(f"written to {rp.shown(args.out)} and {rp.shown(chart)}")
     except ImportError as exc:
-        log(f"written to {_shown(args.out)}; no chart ({exc})")
+        log(f"written to {rp.shown(args.out)}; no chart ({exc})")
     return 0 if accuracy_ok else 1
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
 
 
 if __name__ == "__main__":

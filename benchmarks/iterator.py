@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks import report as rp
 from benchmarks import workloads as wl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -238,7 +239,7 @@ def render(
         f"- machine: `nproc` = {os.cpu_count()}, {platform.processor() or platform.machine()}, "
         f"Python {platform.python_version()}, torch {torch.__version__}, "
         f"augkit {getattr(augkit, '__version__', '?')}",
-        f"- pipeline: workload b (two readers on `{_shown(args.data)}`, decode, resize to "
+        f"- pipeline: workload b (two readers on `{rp.shown(args.data)}`, decode, resize to "
         f"{wl.OUT_SIZE}x{wl.OUT_SIZE}, `edit_images`), batch {wl.BATCH_SIZE} pairs "
         f"({2 * wl.BATCH_SIZE} images), {wl.NUM_THREADS} threads",
         f"- {args.rounds} interleaved rounds of {batches} timed batches per contender "
@@ -270,13 +271,6 @@ def render(
         f"the noise of a shared machine as much as the ratio above does.",
     ]
     return lines
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,16 @@ from pathlib import Path
 
 from benchmarks import workloads as wl
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def shown(path: Path) -> str:
+    """``path`` as the reports write it: relative to the repository when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
 
 @dataclass
 class Timing:

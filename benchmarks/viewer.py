@@ -43,6 +43,7 @@ import numpy as np
 from augkit import Pipeline, fn, grid, types, viz
 from augkit.widgets import Viewer
 from benchmarks import machine as mc
+from benchmarks import report as rp
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -192,7 +193,7 @@ def report(figures: dict, browser: dict | None, args: argparse.Namespace) -> str
             )
         )
         browser_note = (
-            f"The browser row needs `{_shown(args.timing)}`: run `.venv/bin/pytest "
+            f"The browser row needs `{rp.shown(args.timing)}`: run `.venv/bin/pytest "
             "tests/test_viewer_browser.py -k jupyterlab` (it writes it), then this again."
         )
     else:
@@ -207,7 +208,7 @@ def report(figures: dict, browser: dict | None, args: argparse.Namespace) -> str
         )
         arrived = browser.get("arrived_median_ms", float("nan"))
         browser_note = (
-            f"The browser row is read from `{_shown(args.timing)}` (JupyterLab in headless "
+            f"The browser row is read from `{rp.shown(args.timing)}` (JupyterLab in headless "
             f"Chromium, {browser['presses']} arrow keys one at a time, measured in the page "
             "from the key press to `img.decode()` of the new grid; medians: the new bytes were "
             f"in the page after {arrived:.1f} ms, the next animation frame after "
@@ -269,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
-    print(f"written to {_shown(args.out)}", file=sys.stderr)
+    print(f"written to {rp.shown(args.out)}", file=sys.stderr)
     return 0
 
 
@@ -292,13 +293,6 @@ def _format(data: bytes) -> str:
     if data.startswith(b"\xff\xd8"):
         return "JPEG"
     return "unknown format"
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
 
 
 class _Sink:

@@ -254,7 +254,13 @@ class SampleOperator(OperatorImpl):
                 raise self.fail(f"{type(exc).__name__}: {exc}", i, inputs) from exc
             return out if isinstance(out, tuple) else (out,)
 
-        results = ctx.map(one, n)
+        return self.outputs_of(ctx.map(one, n), inputs)
+
+    def outputs_of(
+        self, results: list[tuple[Any, ...]], inputs: list[TensorList]
+    ) -> list[TensorList]:
+        """The output batches of per-sample ``results`` (one tuple of outputs per sample),
+        with the outputs' layouts and the first input's ``source_info``."""
         source = inputs[0]._source_info if inputs else None
         return [
             TensorList(

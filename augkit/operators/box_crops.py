@@ -99,7 +99,7 @@ import numpy as np
 
 from augkit import kinds
 from augkit.errors import ArgumentError, AugkitError
-from augkit.operators.base import RunContext, SampleOperator, finish
+from augkit.operators.base import RunContext, SampleOperator
 from augkit.operators.geometric.crop_window import random_crop_window, to_range, to_ratio_range
 from augkit.operators.registry import (
     REQUIRED,
@@ -287,16 +287,7 @@ class RandomBBoxCropImpl(SampleOperator):
             return _search(samples)
 
         results = [r for rs in ctx.map(part, -(-n // _PART)) for r in rs]
-        source = inputs[0]._source_info
-        return [
-            TensorList(
-                [finish(r[k]) for r in results],
-                self.output_layout(k, inputs),
-                source,
-                dtype=self.empty_dtype(k),
-            )
-            for k in range(self.num_outputs)
-        ]
+        return self.outputs_of(results, inputs)
 
     def cpu(self, boxes: np.ndarray, labels: np.ndarray | None = None, **a: Any) -> tuple:
         """One sample's crop (the same search as ``run``'s)."""

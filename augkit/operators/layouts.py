@@ -34,6 +34,21 @@ IMAGE_WITH_CHANNELS = InputSpec(
     hints=GEOMETRIC,
 )
 COLOR_IMAGE = InputSpec("an image (decoded pixels)", kinds=("image",), hints=COLOR)
+# The warps' and crops' images of exactly 3 dimensions.
+HWC_IMAGE = InputSpec(
+    "an image with layout HWC (3 dimensions)",
+    ndims=(3,),
+    layouts=("HWC",),
+    kinds=("image",),
+    hints=GEOMETRIC,
+)
+HWC_OR_CHW_IMAGE = InputSpec(
+    "an image with layout HWC or CHW (3 dimensions)",
+    ndims=(3,),
+    layouts=("HWC", "CHW"),
+    kinds=("image",),
+    hints=GEOMETRIC,
+)
 
 # Every integer and floating-point type (what the filters and erase take).
 NUMBER_TYPES = tuple(

@@ -44,10 +44,9 @@ import numpy as np
 from augkit import backend, types
 from augkit.operators.base import SampleOperator
 from augkit.operators.geometric import warp
-from augkit.operators.layouts import GEOMETRIC, check_image
+from augkit.operators.layouts import HWC_IMAGE, check_image
 from augkit.operators.registry import (
     Arg,
-    InputSpec,
     OperatorSchema,
     described,
     keeps_kind,
@@ -202,15 +201,7 @@ class JitterImpl(DisplacementImpl):
 
 # --- the schemas -----------------------------------------------------------------------------
 
-_INPUT = [
-    InputSpec(
-        "an image with layout HWC (3 dimensions)",
-        ndims=(3,),
-        layouts=("HWC",),
-        kinds=("image",),
-        hints=GEOMETRIC,
-    )
-]
+_INPUT = [HWC_IMAGE]
 
 
 def _common(interp_doc: str) -> list[Arg]:

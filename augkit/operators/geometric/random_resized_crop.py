@@ -52,11 +52,10 @@ from augkit.operators.geometric import resize_torch
 from augkit.operators.geometric.crop_window import random_crop_window, to_range, to_ratio_range
 from augkit.operators.geometric.resize import _INPUT_TYPES, resize_hwc, use_opencv
 from augkit.operators.geometric.targets import Geometry, MovesTargets, image_size, movable
-from augkit.operators.layouts import GEOMETRIC, check_image
+from augkit.operators.layouts import HWC_OR_CHW_IMAGE, check_image
 from augkit.operators.registry import (
     REQUIRED,
     Arg,
-    InputSpec,
     OperatorSchema,
     described,
     keeps_kind,
@@ -160,17 +159,7 @@ register(
         name="random_resized_crop",
         class_name="RandomResizedCrop",
         impl=RandomResizedCrop,
-        accepts=[
-            movable(
-                InputSpec(
-                    "an image with layout HWC or CHW (3 dimensions)",
-                    ndims=(3,),
-                    layouts=("HWC", "CHW"),
-                    kinds=("image",),
-                    hints=GEOMETRIC,
-                )
-            )
-        ],
+        accepts=[movable(HWC_OR_CHW_IMAGE)],
         output_kinds=keeps_kind,
         doc=(
             "Crops a random window of each image and resizes it to ``size`` (H, W), as DALI's "

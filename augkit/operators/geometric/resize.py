@@ -91,10 +91,9 @@ from PIL import Image
 from augkit import backend, types
 from augkit.operators.geometric import resize_torch, warp
 from augkit.operators.geometric.targets import Geometry, MovesTargets, image_size, movable
-from augkit.operators.layouts import GEOMETRIC, check_image
+from augkit.operators.layouts import HWC_OR_CHW_IMAGE, check_image
 from augkit.operators.registry import (
     Arg,
-    InputSpec,
     OperatorSchema,
     described,
     keeps_kind,
@@ -677,17 +676,7 @@ register(
         name="resize",
         class_name="Resize",
         impl=ResizeImpl,
-        accepts=[
-            movable(
-                InputSpec(
-                    "an image with layout HWC or CHW (3 dimensions)",
-                    ndims=(3,),
-                    layouts=("HWC", "CHW"),
-                    kinds=("image",),
-                    hints=GEOMETRIC,
-                )
-            )
-        ],
+        accepts=[movable(HWC_OR_CHW_IMAGE)],
         output_kinds=keeps_kind,
         validate=_check_arguments,
         doc="""Resize images (layout HWC or CHW), as DALI's ``fn.resize``.

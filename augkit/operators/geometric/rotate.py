@@ -63,11 +63,10 @@ import numpy as np
 from augkit import backend, types
 from augkit.operators.geometric import warp
 from augkit.operators.geometric.targets import Geometry, MovesTargets, image_size, movable
-from augkit.operators.layouts import GEOMETRIC, check_image
+from augkit.operators.layouts import HWC_IMAGE, check_image
 from augkit.operators.registry import (
     REQUIRED,
     Arg,
-    InputSpec,
     OperatorSchema,
     described,
     keeps_kind,
@@ -220,17 +219,7 @@ register(
         name="rotate",
         class_name="Rotate",
         impl=RotateImpl,
-        accepts=[
-            movable(
-                InputSpec(
-                    "an image with layout HWC (3 dimensions)",
-                    ndims=(3,),
-                    layouts=("HWC",),
-                    kinds=("image",),
-                    hints=GEOMETRIC,
-                )
-            )
-        ],
+        accepts=[movable(HWC_IMAGE)],
         output_kinds=keeps_kind,
         doc="""Rotate images (layout HWC) by ``angle`` degrees, counter-clockwise as seen on
 screen, about the image centre, as DALI's ``fn.rotate``.

@@ -57,7 +57,7 @@ from augkit.operators.geometric.targets import (
     image_size,
     movable,
 )
-from augkit.operators.layouts import GEOMETRIC, check_image
+from augkit.operators.layouts import HWC_IMAGE, check_image
 from augkit.operators.registry import (
     Arg,
     InputSpec,
@@ -232,15 +232,7 @@ register(
         min_inputs=1,
         max_inputs=2,
         accepts=[
-            movable(
-                InputSpec(
-                    "an image with layout HWC (3 dimensions)",
-                    ndims=(3,),
-                    layouts=("HWC",),
-                    kinds=("image",),
-                    hints=GEOMETRIC,
-                )
-            ),
+            movable(HWC_IMAGE),
             InputSpec("2x3 float matrices, one per sample (fn.transforms.*)", ndims=(2,)),
         ],
         output_kinds=keeps_kind,
