@@ -34,7 +34,7 @@ from augkit.errors import AugkitError, DeviceError, OperatorError
 from augkit.graph import DataNode, OperatorNode
 from augkit.kinds import GENERIC, Kind
 from augkit.operators.base import IterationNotes, OperatorImpl, RunContext, finish
-from augkit.random import operator_seed, sample_streams
+from augkit.random import operator_seed
 from augkit.tensors import TensorList
 
 
@@ -210,9 +210,7 @@ class _Chain:
                     [self.slot[d] for d in node.outputs],
                     [self.slot[d] for d, p in last_reader.items() if p == position],
                     {k: values[d] for k, d in node.arg_nodes.items()},
-                    sample_streams(impl.stream_key, ctx.iteration, n)
-                    if getattr(impl, "random", False)
-                    else None,
+                    ctx.streams(impl.stream_key, n) if getattr(impl, "random", False) else None,
                 )
             )
         self.failures: list[_Failure] = []
@@ -483,7 +481,17 @@ class Engine:
                 or an argument input's length does not fit the batch.
         """
         samples = len(inputs[0]) if inputs else ctx.batch_size
-        if any(len(batch) != samples for batch in inputs):
+        if ctx.sample_ids is not None and not len(ctx.sample_ids):
+            # A conditional branch that no sample of this batch took: nothing to compute (a
+            # Python function is not called on an empty batch).
+            return [
+                TensorList(
+                    [], "", dtype=impl.empty_dtype(k), kind=kinds[k] if k < len(kinds) else GENERIC
+                )
+                for k in range(len(node.outputs))
+            ]
+        conditional = node.schema.role == "conditional"  # its inputs come from several scopes
+        if not conditional and any(len(batch) != samples for batch in inputs):
             sizes = ", ".join(str(len(batch)) for batch in inputs)
             raise OperatorError(
                 f"its inputs are batches of different sizes ({sizes}); every input of an "

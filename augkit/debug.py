@@ -46,6 +46,7 @@ from augkit.operators.base import IterationNotes, OperatorImpl, SourceOperator
 from augkit.operators.registry import REGISTRY, OutputSpec
 from augkit.operators.screening import Refilling, Rejected, screens
 from augkit.runners import Delivery
+from augkit.scopes import ScopeSamples
 from augkit.static_checks import check_inputs, input_specs_of, kinds_of, output_specs
 from augkit.tensors import TensorList
 
@@ -76,6 +77,10 @@ def as_batch(value: Any) -> TensorList:
             f"(first axis = batch), a list of arrays, a torch tensor or a TensorList"
         )
     return TensorList([_read_only(s) for s in samples])
+
+
+def _value_of(data: DataNode) -> TensorList:
+    return data.value
 
 
 def _read_only(sample: Any) -> Any:
@@ -164,10 +169,14 @@ class DebugSession:
         return data
 
     def append(self, node: OperatorNode) -> None:
-        position = self._position
-        self._position += 1
-        group = node.seed_group if node.seed_group != node.id else None
-        impl = self._impl(node, position, group)
+        if node.schema.role == "conditional":
+            # A branch's split or merge: no seed, no state, not counted (as in the graph).
+            impl = make_impl(node, self._seed, 0, self.shard or 0)
+        else:
+            position = self._position
+            self._position += 1
+            group = node.seed_group if node.seed_group != node.id else None
+            impl = self._impl(node, position, group)
         makes = node.schema.makes_batches
         inputs = [] if makes else [d.value for d in node.inputs]
         arg_inputs = {k: d.value for k, d in node.arg_nodes.items()}
@@ -191,6 +200,8 @@ class DebugSession:
             self.notes,
             self._bounded,
         )
+        if node.scope is not None:  # an `if` branch: the samples that took it
+            ctx = ctx.narrowed(ScopeSamples(ctx.batch_size, _value_of).ids(node.scope))
         outs = self.engine.run_node(node, impl, ctx, inputs, arg_inputs, kinds)
         if makes and outs and self._iteration_batch is None:
             self._iteration_batch = len(outs[0])

@@ -23,6 +23,7 @@ from augkit.graph import DataNode, OperatorNode
 from augkit.kinds import Kind
 from augkit.operators.base import IterationNotes, OperatorImpl, SampleOperator, SourceOperator
 from augkit.operators.screening import Refilling, screens
+from augkit.scopes import ScopeSamples
 from augkit.static_checks import check_kinds, kinds_of
 from augkit.tensors import TensorList
 
@@ -88,8 +89,11 @@ class Executor:
         }
         for node in nodes:
             check_device(node, engine.device_id)
-        numbered = sorted({n.id for n in (*trace, *nodes)})
+        # A conditional's splits and merges take no seed: an `if` (and which variables its
+        # branches read) changes no seed of the operators after it.
+        numbered = sorted({n.id for n in (*trace, *nodes) if n.schema.role != "conditional"})
         ordinal = {node_id: k for k, node_id in enumerate(numbered)}
+        ordinal.update({n.id: 0 for n in nodes if n.schema.role == "conditional"})
         self.shard = pipeline_shard(nodes)
         self._seed, self._ordinal = seed, ordinal
         self.impls: dict[int, OperatorImpl] = {
@@ -171,6 +175,8 @@ class Executor:
                 continue
             impl = self.impls[node.id]
             needs = {*node.inputs, *node.arg_nodes.values()}
+            if chain and node.scope is not chain[0].scope:
+                flush()  # a chain runs the samples of one conditional scope
             if (
                 isinstance(impl, SampleOperator)
                 and impl.chainable()
@@ -292,13 +298,16 @@ class Executor:
         from ``values`` (the viewer's slider moves recompute what follows a changed function).
         ``keep_all``: return every node's batch, the chains' transient ones too.
         """
-        ctx = self.engine.context(iteration, batch_size, False, notes)
+        whole = self.engine.context(iteration, batch_size, False, notes)
         values = dict(values)
         generation = self.engine.generation
+        samples = ScopeSamples(batch_size, values.__getitem__)
         for step in self.steps:
             for part in self._parts(step, values, only):
                 if self.engine.generation != generation:
                     raise CancelledError(f"iteration {iteration} was abandoned (cancel())")
+                # The samples of the part's conditional scope (all of them outside any `if`).
+                ctx = whole.narrowed(samples.ids(part[0].scope))
                 if len(part) > 1:
                     transient = frozenset() if keep_all else self._chain_transient(step, part)
                     values.update(

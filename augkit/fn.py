@@ -16,3 +16,6 @@ import augkit.operators  # noqa: F401  (fills the registry)
 from augkit.frontends import populate_fn
 
 populate_fn(sys.modules[__name__])
+
+# DALI's split and merge, called by hand in its conditionals tutorial (not in the registry:
+# they are the graph nodes of an `if`).

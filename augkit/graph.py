@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from augkit.errors import ArgumentError, AugkitError, DeviceError
+from augkit import scopes
+from augkit.errors import ArgumentError, AugkitError, DeviceError, GraphError
 from augkit.operators.constant import is_constant
 from augkit.operators.registry import REGISTRY, REQUIRED, OperatorSchema
 from augkit.tensors import TensorList
@@ -74,8 +75,6 @@ class DataNode:
             GraphError: in a normal pipeline, where nodes hold no data.
         """
         if self.value is None:
-            from augkit.errors import GraphError
-
             raise GraphError(
                 f"{self.name} holds no batch: only nodes of a debug pipeline do "
                 f"(Pipeline(..., debug=True) or @pipeline_def(debug=True)); in a normal "
@@ -215,10 +214,12 @@ class DataNode:
     def __bool__(self) -> bool:
         raise TypeError(
             f"{self.name} has no truth value: a DataNode stands for a batch of per-sample "
-            f"values that exist only when the pipeline runs, so `if node:`, `and`, `or` and "
-            f"`not` cannot work on it (DALI refuses them too). Give it to an operator as a "
-            f"per-sample argument (e.g. fn.flip(x, horizontal=fn.random.coin_flip())), or "
-            f"look at its values in debug mode with node.get()"
+            f"values that exist only when the pipeline runs. `if node:`, `and`, `or` and `not` "
+            f"on it work per sample in a pipeline with conditionals "
+            f"(@pipeline_def(enable_conditionals=True)), as in DALI; `while node:` never does. "
+            f"Otherwise give it to an operator as a per-sample argument (e.g. fn.flip(x, "
+            f"horizontal=fn.random.coin_flip())), or look at its values in debug mode with "
+            f"node.get()"
         )
 
     def __repr__(self) -> str:
@@ -278,7 +279,33 @@ class OperatorNode:
         record: bool = True,
         companions: int = 0,
         seed_group: int | None = None,
+        scope: Any = "current",
     ) -> None:
+        # The conditional scope (``augkit.scopes``): which samples the node computes; None for
+        # the whole batch. Inputs made in enclosing scopes are split into it first.
+        self.scope: scopes.Scope | None = scopes.current() if scope == "current" else scope
+        if schema.role != "conditional":
+            # A node runs on the samples of its inputs: inside the scope of an input made in a
+            # branch (DALI's split outputs used by hand, fn._conditional.split), else in the
+            # scope it is made in.
+            for d in (*inputs, *arg_nodes.values()):
+                home = d.source.scope if isinstance(d, DataNode) else None
+                if (
+                    home is not None
+                    and home is not self.scope
+                    and scopes.encloses(self.scope, home)
+                ):
+                    self.scope = home
+        if self.scope is not None and schema.role != "conditional":
+            if schema.makes_batches:
+                raise GraphError(
+                    f"{schema.class_name} is called inside {self.scope.describe()}: readers "
+                    f"and external sources read whole batches, so they must be called outside "
+                    f"any `if` on a DataNode (move the call before the `if`)"
+                )
+            inputs = [_into_scope(d, self.scope) for d in inputs]
+            arg_nodes = {k: _into_scope(d, self.scope) for k, d in arg_nodes.items()}
+        # Numbered after the splits of its inputs: creation order stays a topological order.
         self.id = next(_ids)
         # How many trailing inputs are the first inputs of the call's other input sets (an
         # operator that moves boxes with images finds their image there; geometric/targets.py).
@@ -301,10 +328,62 @@ class OperatorNode:
             _record(self)
 
     def parents(self) -> list[OperatorNode]:
-        return [d.source for d in (*self.inputs, *self.arg_nodes.values())]
+        """The nodes this one needs: its inputs' and argument inputs' operators, and the
+        selector of its conditional scope (which says which samples it computes)."""
+        found = [d.source for d in (*self.inputs, *self.arg_nodes.values())]
+        if self.scope is not None:
+            found.append(self.scope.choice.selector.source)
+        return found
 
     def __repr__(self) -> str:
         return f"OperatorNode({self.name!r}, device={self.device!r})"
+
+
+def _into_scope(data: DataNode, scope: scopes.Scope) -> DataNode:
+    """``data`` as a node of ``scope``: itself when it was made there, else its samples that
+    the scope holds, split off level by level from the scope it was made in (one ``_split``
+    node per node and scope, kept in ``Scope.splits``)."""
+    if not isinstance(data, DataNode):
+        return data
+    home = data.source.scope
+    if home is scope:
+        return data
+    path = scope.path_from(home)
+    if not path:
+        where = home.describe() if home is not None else "the whole batch"
+        raise GraphError(
+            f"{data.name} was computed in {where} and is used in {scope.describe()}: a value "
+            f"made inside an `if` branch exists only for that branch's samples. Assign it in "
+            f"every branch and use the variable after the `if`"
+        )
+    current = data
+    for level in path:
+        split = level.splits.get(data)
+        if split is None:
+            choice = level.choice
+            split = OperatorNode(
+                REGISTRY["_split"],
+                current.device,
+                {**choice_args(choice), "case": level.case},
+                {},
+                [current, choice.selector],
+                scope=level,
+            ).outputs[0]
+            level.splits[data] = split
+        current = split
+    return current
+
+
+def choice_args(choice: scopes.Choice) -> dict[str, Any]:
+    """The arguments that name a choice in its ``_split`` and ``_merge`` nodes."""
+    schema = REGISTRY["_split"]
+    return {
+        **{k: v for k, v in schema.defaults().items() if k not in ("case",)},
+        "label": choice.label,
+        "names": tuple(choice.names.items()),
+        "boolean": choice.boolean,
+        "where": choice.where,
+    }
 
 
 def is_node(value: Any) -> bool:
@@ -336,6 +415,7 @@ class Operator:
 
     def __init__(self, *values: Any, **kwargs: Any) -> None:
         schema = self.schema
+        _refuse_undefined((*values, *kwargs.values()))
         kwargs = schema.named(values, kwargs)
         device = "cpu" if kwargs.get("device") is None else kwargs["device"]
         if device not in schema.devices:
@@ -357,6 +437,7 @@ class Operator:
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         schema = self.schema
+        _refuse_undefined((*inputs, *kwargs.values()))
         constants, arg_nodes = schema.bind(_batches_as_nodes(schema, kwargs), is_node)
         _check_missing(schema, self._given | _given(kwargs), at_call=True)
         args = {**self._args, **constants}
@@ -463,6 +544,14 @@ class Operator:
         )
         node.given = given
         return node.outputs
+
+
+def _refuse_undefined(values: Sequence[Any]) -> None:
+    """A variable an ``if`` left undefined in one branch, used: DALI's error (``scopes``)."""
+    for value in values:
+        for x in value if isinstance(value, list) else (value,):
+            if isinstance(x, scopes.Undefined):
+                raise x.error()
 
 
 def _batches_as_nodes(schema: OperatorSchema, kwargs: dict[str, Any]) -> dict[str, Any]:

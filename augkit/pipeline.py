@@ -45,7 +45,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from augkit import backend
+from augkit import backend, conditionals
+
+# DALI has it here: nvidia.dali.pipeline.do_not_convert
+from augkit.conditionals import do_not_convert as do_not_convert
 from augkit.core import Engine, Profile, profile_of
 from augkit.debug import DebugRunner, end_at_user_frame
 from augkit.errors import (
@@ -61,6 +64,7 @@ from augkit.graph import DataNode, OperatorNode, tracing
 from augkit.operators.readers.pairing import check_pairing
 from augkit.random import resolve_seed
 from augkit.runners import GraphRunner, PrefetchRunner
+from augkit.scopes import ScopeSamples, Undefined, cases_of
 from augkit.tensors import TensorList
 
 _LAST_BATCH_POLICIES = ("fill", "partial", "drop")
@@ -86,6 +90,9 @@ class Pipeline:
         bytes_per_sample, set_affinity, max_streams, default_cuda_stream_priority,
         enable_memory_stats, enable_checkpointing, py_callback_pickler, output_dtype,
         output_ndim, exec_dynamic: DALI's other arguments, accepted for compatibility.
+        enable_conditionals: ``if``/``elif``/``else``, ``and``, ``or``, ``not`` on per-sample
+            DataNodes in the definition (``augkit.conditionals``, DALI's semantics): each
+            sample takes its own branch, and a branch's operators compute only its samples.
         debug: run the definition eagerly on every ``run()`` (``augkit.debug``): nodes hold
             their batches, any Python can run between operators, and the numbers are the
             normal pipeline's.
@@ -124,6 +131,7 @@ class Pipeline:
         output_ndim: Any = None,
         exec_dynamic: bool = False,
         experimental_exec_dynamic: bool = False,
+        enable_conditionals: bool = False,
         debug: bool = False,
     ) -> None:
         self._batch_size = _positive_or_unset("batch_size", batch_size)
@@ -161,6 +169,7 @@ class Pipeline:
             "exec_dynamic": exec_dynamic or experimental_exec_dynamic,
         }
         self._debug = bool(debug)
+        self._conditionals = bool(enable_conditionals)
         self._definition: Callable[[], Any] | None = None
         self._trace: list[OperatorNode] = []
         self._outputs: list[DataNode] | None = None
@@ -295,7 +304,7 @@ class Pipeline:
         errors come from the factory call)."""
         self._definition = definition
         if not self._debug:
-            with self:
+            with self, conditionals.enabling(self._conditionals):
                 outputs = definition()
                 outputs = (outputs,) if isinstance(outputs, DataNode) else outputs
                 self.set_outputs(*_check_outputs(outputs, where))
@@ -307,9 +316,12 @@ class Pipeline:
         # self would make every such pipeline a reference cycle, finalized by the garbage
         # collector at an arbitrary point, where __del__ must not wait for threads.
         definition = self._definition or self.define_graph
+        if self._conditionals and self._definition is None:
+            definition = conditionals.convert(definition)
         Pipeline._current.append(self)
         try:
-            outputs = definition()
+            with conditionals.enabling(self._conditionals):
+                outputs = definition()
         except AugkitError as exc:
             end_at_user_frame(exc)  # the traceback ends at the user's line
             raise
@@ -430,32 +442,87 @@ class Pipeline:
         from (or the whole graph when ``None``). A value is a Python number, or a list for a
         vector (``shape=``). Draws that an operator makes inside itself (random_resized_crop's
         window) are not listed: they follow from its seed and the sample (``rerun`` with the
-        same operator gives them again).
+        same operator gives them again). With conditionals, the record also says which
+        branch the sample took at each choice (``choices``), and an operator inside a branch
+        has values only for the samples that took it.
 
         Raises:
             GraphError: before the first ``run()``, in debug mode, or no node ``name``.
         """
+        operators = self._upstream_operators(name, "draws()")
+        samples = self._scope_samples()
+        records: list[dict[str, Any]] = [{} for _ in range(samples.batch_size)]
+        for op in operators:
+            for key, data in op.arg_nodes.items():
+                source = data.source
+                if source.schema.role != "random":
+                    continue
+                batch = self.value(data.name)
+                ids = samples.ids(source.scope)
+                for j in range(len(batch)):
+                    value = np.asarray(batch.at(j))
+                    i = j if ids is None else int(ids[j])
+                    records[i][f"{op.name}.{key}"] = (
+                        value.item() if value.ndim == 0 else value.tolist()
+                    )
+        for i, record in enumerate(self._choices(operators, samples)):
+            records[i].update(record)
+        return records
+
+    def choices(self, name: str | None = None) -> list[dict[str, Any]]:
+        """Which branch each sample of the last batch took, at every conditional choice that
+        ``name`` is computed from (the whole graph when ``None``): one record per sample,
+        ``{"if do_rotate": True, "rand_augment[0]": "rotate"}`` (an ``if`` by its condition,
+        as written, with the case taken; a ``select``, as the policies of ``augkit.auto_aug``
+        make, by its label, with the name of the branch taken). A sample that did not reach a
+        choice (it took another branch of an enclosing one) has no entry for it.
+
+        Raises:
+            GraphError: before the first ``run()``, in debug mode, or no node ``name``.
+        """
+        operators = self._upstream_operators(name, "choices()")
+        return self._choices(operators, self._scope_samples())
+
+    def _upstream_operators(self, name: str | None, what: str) -> list[OperatorNode]:
         self.build()
         operators = self._operators()
-        if not operators:
-            raise GraphError("draws() needs a normal pipeline (not debug mode) that has run")
+        if not operators or self._runner is None or not self._output_names():
+            raise GraphError(f"{what} needs a normal pipeline (not debug mode) that has run")
         if name is not None:
             nodes = self.nodes()
             if name not in nodes:
                 raise GraphError(f"no node named {name!r}{suggest(name, list(nodes))}")
             wanted = _upstream(nodes[name].source)
             operators = [op for op in operators if op.id in wanted]
-        columns: list[tuple[str, TensorList]] = []
+        return operators
+
+    def _scope_samples(self) -> ScopeSamples:
+        """The samples of every conditional scope in the last batch."""
+        size = len(self.value(self._output_names()[0]))
+        return ScopeSamples(size, lambda data: self.value(data.name))
+
+    def _choices(
+        self, operators: Sequence[OperatorNode], samples: ScopeSamples
+    ) -> list[dict[str, Any]]:
+        found: dict[int, Any] = {}
         for op in operators:
-            for key, data in op.arg_nodes.items():
-                if data.source.schema.role == "random":
-                    columns.append((f"{op.name}.{key}", self.value(data.name)))
-        size = len(next(iter(columns))[1]) if columns else 0
-        records: list[dict[str, Any]] = [{} for _ in range(size)]
-        for label, batch in columns:
-            for i in range(size):
-                value = np.asarray(batch.at(i))
-                records[i][label] = value.item() if value.ndim == 0 else value.tolist()
+            scope = op.scope
+            while scope is not None:
+                if scope.choice.recorded:
+                    found.setdefault(id(scope.choice), scope)
+                scope = scope.parent
+        records: list[dict[str, Any]] = [{} for _ in range(samples.batch_size)]
+        labels: dict[str, int] = {}
+        for scope in sorted(found.values(), key=lambda s: s.choice.selector.source.id):
+            choice = scope.choice
+            label = choice.label
+            if labels.setdefault(label, id(choice)) != id(choice):
+                label = f"{label} ({choice.where})"
+            cases = cases_of(self.value(choice.selector.name), choice)
+            ids = samples.ids(scope.parent)
+            for j, case in enumerate(cases.tolist()):
+                i = j if ids is None else int(ids[j])
+                records[i][label] = case if choice.boolean else choice.names.get(case, case)
         return records
 
     def pick(
@@ -684,6 +751,14 @@ def _check_outputs(outputs: Any, where: str) -> list[DataNode]:
     if not outputs:
         raise GraphError(f"{where} returned no outputs")
     for k, out in enumerate(outputs):
+        if isinstance(out, Undefined):
+            raise out.error()
+        if isinstance(out, DataNode) and out.source.scope is not None:
+            raise GraphError(
+                f"{where}: output {k} ({out.name}) was computed in "
+                f"{out.source.scope.describe()}, so it holds only that branch's samples; "
+                f"assign it in every branch and return the variable after the `if`"
+            )
         if not isinstance(out, DataNode):
             raise GraphError(
                 f"{where}: output {k} is a {type(out).__name__}, not the output of an operator "
@@ -722,7 +797,14 @@ def pipeline_def(fn: Callable[..., Any] | None = None, **pipeline_kwargs: Any) -
                 if key in _PIPELINE_ARGS and key not in func_params:
                     settings[key] = kwargs.pop(key)
             pipe = Pipeline(**settings)
-            pipe._adopt(functools.partial(func, *args, **kwargs), f"{func.__name__}()")
+            # DALI's conditionals: the definition's `if`s on DataNodes become per-sample
+            # choices (its code is converted once; augkit.conditionals.rewrite).
+            body = func
+            if settings.get("enable_conditionals"):
+                if func.__dict__.get("__augkit_do_not_convert__"):
+                    raise ValueError("Pipeline definition cannot be marked with @do_not_convert.")
+                body = conditionals.convert(func)
+            pipe._adopt(functools.partial(body, *args, **kwargs), f"{func.__name__}()")
             return pipe
 
         return factory

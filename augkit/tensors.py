@@ -264,3 +264,9 @@ class TensorList:
         if not grid.looks_like_images(self):
             return None
         return grid.to_png(grid.render(self))
+
+
+# DALI's names for the CPU classes (``isinstance(out, tensors.TensorCPU)`` in DALI's examples):
+# augkit has one class for each, whatever the device.
+TensorCPU = Tensor
+TensorListCPU = TensorList

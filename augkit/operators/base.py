@@ -21,6 +21,7 @@ The node runner around ``run`` (argument inputs, errors, timings, data kinds) is
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -71,6 +72,10 @@ class RunContext:
         notes: this iteration's notes (screened values, skipped samples).
         bounded: ``batch_size`` bounds what a source may give (in a pipeline); False in an
             ``augkit.eager`` call, where there is no pipeline batch size.
+        sample_ids: inside a conditional branch (``augkit.scopes``), the indices in the whole
+            batch of the samples this batch holds; ``None``: the whole batch (0 .. n-1).
+            Random streams are keyed by them (``streams``), so that a sample draws the same
+            in a branch as outside it.
     """
 
     iteration: int
@@ -84,6 +89,22 @@ class RunContext:
     py_num_workers: int = 1
     notes: IterationNotes = field(default_factory=IterationNotes)
     bounded: bool = True
+    sample_ids: np.ndarray | None = None
+
+    def streams(self, key: int, n: int) -> SampleStreams:
+        """The random streams of this batch's ``n`` samples for an operator of stream key
+        ``key`` (keyed by the samples' indices in the whole batch)."""
+        ids = self.sample_ids
+        if ids is None or len(ids) != n:
+            return sample_streams(key, self.iteration, n)
+        return SampleStreams(key, self.iteration, ids)
+
+    def narrowed(self, ids: np.ndarray | None) -> RunContext:
+        """This iteration's context for the samples ``ids`` of the whole batch (a
+        conditional branch); itself for ``None``."""
+        if ids is None:
+            return self
+        return dataclasses.replace(self, batch_size=len(ids), sample_ids=ids)
 
 
 class OperatorImpl:
@@ -164,6 +185,12 @@ class OperatorImpl:
                 ) from None
         return args
 
+    def empty_dtype(self, index: int) -> Any:
+        """The dtype of output ``index`` when the batch is empty (no sample to take it from):
+        the ``dtype`` argument where the operator has one and it is set."""
+        dtype = self.args.get("dtype")
+        return dtype.numpy if isinstance(dtype, DALIDataType) else None
+
     def fail(self, message: str, index: int | None, inputs: Sequence[TensorList]) -> OperatorError:
         source = inputs[0]._source_info[index] if inputs and index is not None else ""
         return OperatorError(message, operator=self.label(), sample_index=index, source_info=source)
@@ -235,7 +262,7 @@ class SampleOperator(OperatorImpl):
         n = len(inputs[0]) if inputs else ctx.batch_size
         kernel = getattr(self, self.device)
         per_batch = self.batch_args(inputs) if n else {}
-        streams = sample_streams(self.stream_key, ctx.iteration, n) if self.random else None
+        streams = ctx.streams(self.stream_key, n) if self.random else None
 
         def one(i: int) -> tuple[Any, ...]:
             args = self.sample_args(arg_inputs, i)
@@ -278,12 +305,6 @@ class SampleOperator(OperatorImpl):
         source = inputs[0]._source_info if inputs else None
         return TensorList.from_array(finish(array), self.output_layout(index, inputs), source)
 
-    def empty_dtype(self, index: int) -> Any:
-        """The dtype of output ``index`` when the batch is empty (no sample to take it from):
-        the ``dtype`` argument where the operator has one and it is set."""
-        dtype = self.args.get("dtype")
-        return dtype.numpy if isinstance(dtype, DALIDataType) else None
-
 
 def per_sample_column(
     impl: OperatorImpl, arg_inputs: dict[str, TensorList], key: str, n: int
@@ -316,7 +337,7 @@ class RandomOperator(OperatorImpl):
     ) -> list[TensorList]:
         n = len(inputs[0]) if inputs else ctx.batch_size
         columns = {key: per_sample_column(self, arg_inputs, key, n) for key in arg_inputs}
-        streams = sample_streams(self.stream_key, ctx.iteration, n)
+        streams = ctx.streams(self.stream_key, n)
         try:
             values = self.draw(streams, self.args, columns)  # type: ignore[arg-type]
         except AugkitError:

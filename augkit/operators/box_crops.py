@@ -117,7 +117,6 @@ from augkit.operators.registry import (
     to_ints,
     to_str,
 )
-from augkit.random import sample_streams
 from augkit.tensors import TensorList
 
 # A bound on DALI's endless search (see the module docstring).
@@ -259,7 +258,7 @@ class RandomBBoxCropImpl(SampleOperator):
         generators seeded in one Philox pass (``SampleStreams.generator`` per sample costs
         ~55 us, more than the search)."""
         n = len(inputs[0])
-        seeds = sample_streams(self.stream_key, ctx.iteration, n).seeds().tolist() if n else []
+        seeds = ctx.streams(self.stream_key, n).seeds().tolist() if n else []
 
         def part(p: int) -> list[tuple]:
             # one generator for the part's samples, each searching from its own state

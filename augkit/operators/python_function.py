@@ -116,7 +116,6 @@ from augkit.random import (
     calling,
     drew_between,
     global_rng_fingerprint,
-    sample_streams,
     seeded_globals,
 )
 from augkit.tensors import TensorList
@@ -200,7 +199,7 @@ class PythonFunction(OperatorImpl):
     def _run_samples(
         self, ctx: RunContext, inputs: Sequence[TensorList], n: int
     ) -> list[list[Any]]:
-        seeds = sample_streams(self.stream_key, ctx.iteration, n).seeds().tolist()
+        seeds = ctx.streams(self.stream_key, n).seeds().tolist()
         calls = [_Call(i, [batch._samples[i] for batch in inputs], seeds[i]) for i in range(n)]
         results = self._call_all(ctx, calls, inputs)
         outputs: list[list[Any]] = [[] for _ in range(self.num_outputs)]

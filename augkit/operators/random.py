@@ -48,7 +48,7 @@ from augkit.operators.registry import (
     to_floats,
     to_ints,
 )
-from augkit.random import SampleStreams, sample_streams
+from augkit.random import SampleStreams
 from augkit.tensors import TensorList
 
 _MAX_ELEMENTS = 2**31 - 1
@@ -154,13 +154,14 @@ class Draws(RandomOperator):
         source = inputs[0]._source_info if inputs else None
         try:
             if n and all(s == shapes[0] for s in shapes) and self.uniform_params(columns):
-                streams = sample_streams(self.stream_key, ctx.iteration, n)
+                streams = ctx.streams(self.stream_key, n)
                 params = {k: self.column(k, v) for k, v in columns.items()}
                 out = self.values(streams, shapes[0], params)
                 return [TensorList.from_array(finish(out), "", source)]
             samples = []
+            ids = ctx.sample_ids if ctx.sample_ids is not None else np.arange(n)
             for i in range(n):
-                streams = SampleStreams(self.stream_key, ctx.iteration, np.array([i]))
+                streams = SampleStreams(self.stream_key, ctx.iteration, ids[i : i + 1])
                 params = {k: self.column(k, v[i : i + 1]) for k, v in columns.items()}
                 samples.append(finish(self.values(streams, shapes[i], params)[0]))
         except AugkitError:

@@ -198,7 +198,7 @@ def keeps_kind(
     return [inputs[0] if inputs else None]
 
 
-ROLES = ("operator", "reader", "source", "random", "python", "internal")
+ROLES = ("operator", "reader", "source", "random", "python", "internal", "conditional")
 """What an operator is to the pipeline (``OperatorSchema.role``):
 
 - "operator": computes outputs from its inputs (most operators);
@@ -206,7 +206,9 @@ ROLES = ("operator", "reader", "source", "random", "python", "internal")
 - "source": makes batches out of nothing else (``external_source``);
 - "random": draws per-sample values (``random.*``), the only operators that see randomness;
 - "python": runs a user's function (``python_function`` and its family);
-- "internal": made by augkit itself (transfers, arithmetic), not in ``fn``/``ops``/``eager``.
+- "internal": made by augkit itself (transfers, arithmetic), not in ``fn``/``ops``/``eager``;
+- "conditional": a branch's split or merge (``augkit.operators.conditional``): internal too,
+  runs on batches of different scopes, and takes no operator seed.
 """
 
 
@@ -272,7 +274,7 @@ class OperatorSchema:
     @property
     def public(self) -> bool:
         """Whether the operator is in ``fn``, ``ops`` and ``eager`` (not internal)."""
-        return self.role != "internal"
+        return self.role not in ("internal", "conditional")
 
     @property
     def makes_batches(self) -> bool:

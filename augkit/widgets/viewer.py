@@ -1023,7 +1023,7 @@ class Viewer:
         if grid.looks_like_images(shown):
             drawn = self._overlay_batches(name, len(shown))
             on_boxes = "labels" in drawn and self.overlays["labels"] == self._labels_name()
-            titles = self._titles(shown, per_box=on_boxes)
+            titles = self._titles(shown, per_box=on_boxes, name=name)
             try:
                 self.image.value = self._grid_bytes(shown, titles, drawn)
             except AugkitError:
@@ -1130,10 +1130,15 @@ class Viewer:
             self._class_names = names if isinstance(names, dict) else {}
         return self._class_names
 
-    def _titles(self, batch: TensorList, per_box: bool = False) -> list[str]:
+    def _titles(
+        self, batch: TensorList, per_box: bool = False, name: str | None = None
+    ) -> list[str]:
         """Per tile: its source file, then its label (with the class name where known:
         "people/grace_hopper.jpg · 3 people"); when those labels are drawn on the boxes (one
-        per box, ``per_box``), they are not repeated in the title."""
+        per box, ``per_box``), they are not repeated in the title. Then, for node ``name`` of
+        a pipeline with conditionals, the branches the sample took (``choices``):
+        "do_rotate=True", or the operations a policy chose ("rotate, posterize")."""
+        taken = _taken(self.pipe, name)
         labels = self._labels()
         sources = batch.source_info()
         if not any(sources):
@@ -1152,6 +1157,8 @@ class Viewer:
                     parts.append(text if name == text else f"{text} {name}")
                 else:
                     parts.append(grid.label_text(value))
+            if i < len(taken) and taken[i]:
+                parts.append(taken[i])
             titles.append(" · ".join(parts))
         return titles
 
@@ -1660,6 +1667,28 @@ def _encoded_text(array: np.ndarray) -> str:
         name = "WebP"
     head = " ".join(f"{b:02x}" for b in data[:6]) + (" …" if len(data) > 6 else "")
     return f"{name or 'unknown format'}, {len(data)} bytes: {head}"
+
+
+def _taken(pipe: Any, name: str | None) -> list[str]:
+    """Per sample of node ``name``, the branches it took, as a tile's title shows them: an
+    ``if`` as "condition=True", a choice among named branches (a policy's operations) by the
+    branch's name (an empty name, a policy's "skip", is left out)."""
+    if name is None:
+        return []
+    try:
+        records = pipe.choices(name)
+    except GraphError:  # debug mode, or nothing run yet: no branches to tell
+        return []
+    texts = []
+    for record in records:
+        parts = []
+        for label, case in record.items():
+            if isinstance(case, bool):
+                parts.append(f"{label.removeprefix('if ')}={case}")
+            elif case:
+                parts.append(str(case))
+        texts.append(", ".join(parts))
+    return texts
 
 
 def _values_table(batch: TensorList, titles: list[str]) -> str:

@@ -62,7 +62,6 @@ from augkit.errors import AugkitError
 from augkit.kinds import Kind
 from augkit.operators.base import SampleOperator, finish
 from augkit.operators.registry import InputSpec
-from augkit.random import sample_streams
 from augkit.tensors import TensorList
 
 TARGET_KINDS = ("mask", "boxes", "keypoints", "vertices", "polygons", "labels")
@@ -414,7 +413,7 @@ class MovesTargets(SampleOperator):
                 None,
                 own,
             )
-        streams = sample_streams(self.stream_key, ctx.iteration, n) if self.random else None
+        streams = ctx.streams(self.stream_key, n) if self.random else None
         base_inputs = [reference, *own[1:]] if reference is not None else own
         per_batch = self.batch_args(base_inputs) if n else {}
 
