@@ -78,6 +78,8 @@ dali-reference: dali-venv
 	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/iterators_reference.py
 	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/auto_aug_reference.py
 	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/subscript_reference.py
+	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/conditionals_reference.py
+	env -u VIRTUAL_ENV -u PYTHONPATH $(DALI_VENV)/bin/python tests/auto_aug_policy_reference.py
 
 dali-parity: venv
 	$(BIN)/python -m tests.dali_parity.report

@@ -19,3 +19,4 @@ populate_fn(sys.modules[__name__])
 
 # DALI's split and merge, called by hand in its conditionals tutorial (not in the registry:
 # they are the graph nodes of an `if`).
+from augkit.conditionals import manual as _conditional  # noqa: E402, F401

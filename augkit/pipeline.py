@@ -517,7 +517,11 @@ class Pipeline:
             choice = scope.choice
             label = choice.label
             if labels.setdefault(label, id(choice)) != id(choice):
-                label = f"{label} ({choice.where})"
+                # Two choices of one name (two `if`s on one condition, two policies): the
+                # second by its line, or numbered.
+                count = sum(1 for known in labels if known.startswith(label))
+                label = f"{label} ({choice.where})" if choice.where else f"{label}#{count}"
+                labels[label] = id(choice)
             cases = cases_of(self.value(choice.selector.name), choice)
             ids = samples.ids(scope.parent)
             for j, case in enumerate(cases.tolist()):

@@ -1,3 +1,4 @@
+# ruff: noqa: SIM108 - `if`/`else` blocks on DataNodes are what is tested, not ternaries
 """DALI's conditionals (``enable_conditionals=True``, ``augkit.conditionals``): per-sample
 ``if``/``elif``/``else``, ``and``, ``or``, ``not`` and ``x if c else y`` in a definition.
 
@@ -16,8 +17,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from augkit import GraphError, OperatorError, Pipeline, conditionals, eager, fn, pipeline_def
-from augkit import types
+from augkit import GraphError, OperatorError, Pipeline, conditionals, eager, fn, pipeline_def, types
 
 BATCH = 8
 
@@ -43,14 +43,15 @@ PRED = [True, False, False, True, True, False, True, False]
 
 
 def run_once(pipe: Pipeline):
-    return [out.as_array() if out.is_dense_tensor() else [out.at(i) for i in range(len(out))]
-            for out in pipe.run()]
+    return [
+        out.as_array() if out.is_dense_tensor() else [out.at(i) for i in range(len(out))]
+        for out in pipe.run()
+    ]
 
 
 # --- branch outputs are the operators on the selected samples --------------------------------
 def test_branches_equal_the_operators_on_their_samples(small):
-    @pipeline_def(batch_size=BATCH, num_threads=2, device_id=None, seed=5,
-                  enable_conditionals=True)
+    @pipeline_def(batch_size=BATCH, num_threads=2, device_id=None, seed=5, enable_conditionals=True)
     def pipe():
         images = fn.external_source(source=source(small), batch=True, layout="HWC")
         pred = fn.external_source(source=lambda: flags(PRED), batch=True)
@@ -77,8 +78,7 @@ def test_branches_equal_the_operators_on_their_samples(small):
 
 
 def test_variable_changed_in_one_branch_keeps_the_others(small):
-    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=1,
-                  enable_conditionals=True)
+    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=1, enable_conditionals=True)
     def pipe():
         images = fn.external_source(source=source(small), batch=True, layout="HWC")
         pred = fn.external_source(source=lambda: flags(PRED), batch=True)
@@ -93,11 +93,11 @@ def test_variable_changed_in_one_branch_keeps_the_others(small):
 
 
 def test_nested_elif_and_two_outputs():
-    @pipeline_def(batch_size=BATCH, num_threads=2, device_id=None, seed=3,
-                  enable_conditionals=True)
+    @pipeline_def(batch_size=BATCH, num_threads=2, device_id=None, seed=3, enable_conditionals=True)
     def pipe():
-        k = fn.external_source(source=lambda: [np.array(i % 4, np.int32) for i in range(BATCH)],
-                               batch=True)
+        k = fn.external_source(
+            source=lambda: [np.array(i % 4, np.int32) for i in range(BATCH)], batch=True
+        )
         x = fn.cast(k, dtype=types.FLOAT)
         if k == 0:
             a = x + 10
@@ -120,8 +120,7 @@ def test_nested_elif_and_two_outputs():
 
 
 def test_constants_in_branches_are_promoted_per_sample():
-    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=3,
-                  enable_conditionals=True)
+    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=3, enable_conditionals=True)
     def pipe():
         pred = fn.external_source(source=lambda: flags(PRED), batch=True)
         if pred:
@@ -146,12 +145,20 @@ def test_a_branch_computes_only_its_samples():
         seen.append(len(batch))
         return batch
 
-    @pipeline_def(batch_size=32, num_threads=1, device_id=None, seed=2,
-                  enable_conditionals=True, exec_async=False, exec_pipelined=False)
+    @pipeline_def(
+        batch_size=32,
+        num_threads=1,
+        device_id=None,
+        seed=2,
+        enable_conditionals=True,
+        exec_async=False,
+        exec_pipelined=False,
+    )
     def pipe():
         x = fn.random.uniform(range=(0, 1))
-        taken = fn.external_source(source=lambda: flags([i in (3, 17, 30) for i in range(32)]),
-                                   batch=True)
+        taken = fn.external_source(
+            source=lambda: flags([i in (3, 17, 30) for i in range(32)]), batch=True
+        )
         if taken:
             x = fn.python_function(x, function=count, batch_processing=True)
         return x
@@ -168,8 +175,15 @@ def test_an_empty_branch_runs_nothing():
         called.append(1)
         return x
 
-    @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=2,
-                  enable_conditionals=True, exec_async=False, exec_pipelined=False)
+    @pipeline_def(
+        batch_size=4,
+        num_threads=1,
+        device_id=None,
+        seed=2,
+        enable_conditionals=True,
+        exec_async=False,
+        exec_pipelined=False,
+    )
     def pipe():
         x = fn.random.uniform(range=(0, 1))
         if fn.external_source(source=lambda: flags([False] * 4), batch=True):
@@ -190,8 +204,15 @@ def test_and_or_short_circuit_per_sample():
     a_values = [True, True, False, False, True, False, True, False]
     b_values = [True, False, True, False, False, True, True, False]
 
-    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=2,
-                  enable_conditionals=True, exec_async=False, exec_pipelined=False)
+    @pipeline_def(
+        batch_size=BATCH,
+        num_threads=1,
+        device_id=None,
+        seed=2,
+        enable_conditionals=True,
+        exec_async=False,
+        exec_pipelined=False,
+    )
     def pipe():
         a = fn.external_source(source=lambda: flags(a_values), batch=True)
         b = fn.external_source(source=lambda: flags(b_values), batch=True)
@@ -210,8 +231,7 @@ def test_and_or_short_circuit_per_sample():
 
 
 def test_conditional_expression_and_python_values_keep_python_semantics():
-    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=2,
-                  enable_conditionals=True)
+    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=2, enable_conditionals=True)
     def pipe(mode="flip"):
         pred = fn.external_source(source=lambda: flags(PRED), batch=True)
         x = fn.cast(pred, dtype=types.FLOAT)
@@ -228,8 +248,9 @@ def test_conditional_expression_and_python_values_keep_python_semantics():
 # --- seeds -----------------------------------------------------------------------------------
 def test_draws_do_not_depend_on_the_branch_other_samples_took():
     def pipeline(pattern):
-        @pipeline_def(batch_size=BATCH, num_threads=2, device_id=None, seed=11,
-                      enable_conditionals=True)
+        @pipeline_def(
+            batch_size=BATCH, num_threads=2, device_id=None, seed=11, enable_conditionals=True
+        )
         def pipe():
             pred = fn.external_source(source=lambda: flags(pattern), batch=True)
             if pred:
@@ -250,8 +271,7 @@ def test_draws_do_not_depend_on_the_branch_other_samples_took():
 
 
 def test_a_branch_draws_what_the_same_operator_draws_outside_any_if():
-    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=4,
-                  enable_conditionals=True)
+    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=4, enable_conditionals=True)
     def inside():
         pred = fn.external_source(source=lambda: flags(PRED), batch=True)
         v = fn.random.uniform(range=(0, 1), seed=77) if pred else fn.random.normal(seed=78)
@@ -272,8 +292,9 @@ def test_an_if_changes_no_seed_of_the_operators_after_it():
     draw without it (the if's own operators count, as every operator does)."""
 
     def make(with_if: bool):
-        @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=9,
-                      enable_conditionals=True)
+        @pipeline_def(
+            batch_size=BATCH, num_threads=1, device_id=None, seed=9, enable_conditionals=True
+        )
         def pipe():
             pred = fn.external_source(source=lambda: flags(PRED), batch=True)
             x = fn.cast(pred, dtype=types.FLOAT)
@@ -286,7 +307,7 @@ def test_an_if_changes_no_seed_of_the_operators_after_it():
 
         return pipe().run()
 
-    (x1, u1), (x2, u2) = make(True), make(False)
+    (_, u1), (_, u2) = make(True), make(False)
     np.testing.assert_array_equal(u1.as_array(), u2.as_array())
 
 
@@ -320,9 +341,15 @@ def test_debug_mode_and_threads_give_the_normal_numbers(small, threads):
 
 
 def test_choices_say_which_branch_each_sample_took(small):
-    pipe = pipeline_def(_mixed(small), batch_size=BATCH, num_threads=1, device_id=None, seed=21,
-                        enable_conditionals=True)()
-    images, p, q = pipe.run()
+    pipe = pipeline_def(
+        _mixed(small),
+        batch_size=BATCH,
+        num_threads=1,
+        device_id=None,
+        seed=21,
+        enable_conditionals=True,
+    )()
+    _, p, q = pipe.run()
     records = pipe.choices()
     p, q = p.as_array(), q.as_array()
     for i, record in enumerate(records):
@@ -361,8 +388,7 @@ def test_closures_globals_and_define_graph():
                 x = x + 10
             return x
 
-    p = Subclassed(batch_size=16, num_threads=1, device_id=None, seed=3,
-                   enable_conditionals=True)
+    p = Subclassed(batch_size=16, num_threads=1, device_id=None, seed=3, enable_conditionals=True)
     (x,) = p.run()
     values = x.as_array()
     original = np.where(values >= 10, values - 10, values)
@@ -370,8 +396,7 @@ def test_closures_globals_and_define_graph():
 
 
 def test_returns_in_every_branch():
-    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=1,
-                  enable_conditionals=True)
+    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=1, enable_conditionals=True)
     def pipe():
         pred = fn.external_source(source=lambda: flags(PRED), batch=True)
         x = fn.cast(pred, dtype=types.INT32)
@@ -383,8 +408,7 @@ def test_returns_in_every_branch():
     (y,) = pipe().run()
     assert y.as_array().tolist() == [2 if p else -1 for p in PRED]
 
-    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=1,
-                  enable_conditionals=True)
+    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=1, enable_conditionals=True)
     def early():
         pred = fn.external_source(source=lambda: flags(PRED), batch=True)
         x = fn.cast(pred, dtype=types.INT32)
@@ -399,7 +423,15 @@ def test_returns_in_every_branch():
 
 # --- errors ----------------------------------------------------------------------------------
 def _pipe_with_condition(make):
-    @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=1, enable_conditionals=True)
+    @pipeline_def(
+        batch_size=4,
+        num_threads=1,
+        device_id=None,
+        seed=1,
+        enable_conditionals=True,
+        exec_async=False,
+        exec_pipelined=False,
+    )
     def pipe():
         x = fn.random.uniform(range=(0, 1))
         if make(x):
@@ -414,20 +446,23 @@ def test_a_condition_is_a_number_per_sample_and_anything_else_is_refused():
     p = _pipe_with_condition(lambda x: fn.random.coin_flip(probability=0.5))
     (x,) = p.run()
     assert ((x.as_array() >= 1) | (x.as_array() < 1)).all()
-    with pytest.raises(OperatorError, match=r"restricted to scalar \(0-d tensors\) inputs, that "
-                                            r"are placed on CPU. Got a 1-d input as a condition"):
+    with pytest.raises(
+        OperatorError,
+        match=r"restricted to scalar \(0-d tensors\) inputs, that "
+        r"are placed on CPU. Got a 1-d input as a condition",
+    ):
         _pipe_with_condition(lambda x: fn.random.uniform(range=(0, 1), shape=(2,)) < 1).run()
-    counter = {"n": 0}
+    broken = {"on": True}
 
     def sometimes(batch):
-        counter["n"] += 1
-        return batch if counter["n"] != 1 else np.stack([batch, batch], axis=1)
+        return np.stack([batch, batch], axis=1) if broken["on"] else batch
 
     good = _pipe_with_condition(
         lambda x: fn.python_function(x < 0.5, function=sometimes, batch_processing=True)
     )
     with pytest.raises(OperatorError, match="Got a 1-d input"):
         good.run()
+    broken["on"] = False
     (x,) = good.run()  # usable afterwards: the next batch is computed
     assert len(x) == 4
 
@@ -439,10 +474,12 @@ def test_and_or_take_booleans_only():
         b = fn.random.coin_flip(dtype=types.BOOL)
         return b and a
 
-    with pytest.raises(OperatorError, match=r"Logical expression `and` \(at line \d+ of pipe\) "
-                                            r"is restricted to scalar \(0-d tensors\) inputs of "
-                                            r"`bool` type, that are placed on CPU. Got an input "
-                                            r"of type `int32` as the right argument"):
+    with pytest.raises(
+        OperatorError,
+        match=r"Logical expression `and` is restricted to scalar \(0-d tensors\) inputs of "
+        r"`bool` type, that are placed on CPU. Got an input of type `int32` as the right "
+        r"argument in logical expression \(at line \d+ of pipe\)",
+    ):
         p = pipe()
         for _ in range(4):  # until some sample evaluates the right side
             p.run()
@@ -478,11 +515,14 @@ def test_what_cannot_be_in_a_branch():
     def reader_inside(root):
         x = fn.random.uniform(range=(0, 1))
         if x < 0.5:
-            jpegs, labels = fn.readers.file(file_root=root)
+            _jpegs, _labels = fn.readers.file(file_root=root)
         return x
 
-    with pytest.raises(GraphError, match=r"readers.File is called inside the True branch of "
-                                         r"if x < 0.5 at line \d+ of reader_inside"):
+    with pytest.raises(
+        GraphError,
+        match=r"readers.File is called inside the True branch of "
+        r"if x < 0.5 at line \d+ of reader_inside",
+    ):
         reader_inside("data/images")
 
     @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=1, enable_conditionals=True)
@@ -502,8 +542,11 @@ def test_what_cannot_be_in_a_branch():
                 break
         return x
 
-    with pytest.raises(GraphError, match=r"at line \d+ of break_in_branch tests a DataNode, but "
-                                         r"it has a `break`"):
+    with pytest.raises(
+        GraphError,
+        match=r"at line \d+ of break_in_branch tests a DataNode, but "
+        r"it has a `break`",
+    ):
         break_in_branch()
 
     @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=1, enable_conditionals=True)
@@ -528,8 +571,7 @@ def test_what_cannot_be_in_a_branch():
 
 
 def test_branch_types_must_agree():
-    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=1,
-                  enable_conditionals=True)
+    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=1, enable_conditionals=True)
     def pipe():
         pred = fn.external_source(source=lambda: flags(PRED), batch=True)
         x = fn.cast(pred, dtype=types.UINT8)
@@ -537,8 +579,11 @@ def test_branch_types_must_agree():
             x = fn.cast(x, dtype=types.FLOAT)
         return x
 
-    with pytest.raises(OperatorError, match=r"Found distinct types: float and uint8. \(The "
-                                            r"variable 'x' of the `if` at line \d+ of pipe"):
+    with pytest.raises(
+        OperatorError,
+        match=r"Found distinct types: float and uint8. \(The "
+        r"variable 'x' of the `if` at line \d+ of pipe",
+    ):
         pipe().run()
 
 
@@ -574,8 +619,7 @@ def test_output_made_inside_a_branch_is_refused():
 
 # --- select ----------------------------------------------------------------------------------
 def test_select_applies_one_function_per_sample_and_names_it():
-    @pipeline_def(batch_size=BATCH, num_threads=2, device_id=None, seed=5,
-                  enable_conditionals=True)
+    @pipeline_def(batch_size=BATCH, num_threads=2, device_id=None, seed=5, enable_conditionals=True)
     def pipe():
         x = fn.random.uniform(range=(1, 2))
         which = fn.random.uniform(values=[0, 1, 2], dtype=types.INT32)

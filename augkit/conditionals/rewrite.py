@@ -158,8 +158,10 @@ def _convert_code(func: types.FunctionType) -> types.CodeType | None:
     fdef = tree.body[0].body[0] if shift == 2 else tree.body[0]  # type: ignore[attr-defined]
     if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)) or fdef.name != func.__name__:
         return None  # a lambda, or source that is not this function's
-    if not any(isinstance(n, (ast.If, ast.BoolOp, ast.IfExp)) or _is_not(n) for n in _own(fdef)):
-        return None
+    if not any(
+        isinstance(n, (ast.If, ast.BoolOp, ast.IfExp, ast.Call)) or _is_not(n) for n in _own(fdef)
+    ):
+        return None  # nothing to convert, and no function called that could need it
     labels = {
         id(n): " ".join((ast.get_source_segment(source, n.test) or "").split())
         for n in ast.walk(fdef)

@@ -80,15 +80,38 @@ def _promote(value: Any, scope: scopes.Scope, name: str, where: str) -> DataNode
 
 
 def _same(values: Sequence[Any]) -> bool:
+    """Whether every branch left the variable the same (never by ``==`` on a DataNode, which
+    would make a comparison node)."""
     first = values[0]
     if all(v is first for v in values):
         return True
     if any(isinstance(v, (DataNode, scopes.Undefined)) for v in values):
         return False
+    if any(type(v) is not type(first) for v in values):
+        return False
+    if isinstance(first, (list, tuple)):
+        return all(len(v) == len(first) for v in values) and all(
+            _same([v[j] for v in values]) for j in range(len(first))
+        )
+    if isinstance(first, dict):
+        return all(v.keys() == first.keys() for v in values) and all(
+            _same([v[k] for v in values]) for k in first
+        )
+    if isinstance(first, np.ndarray):
+        return all(np.array_equal(v, first) and v.dtype == first.dtype for v in values)
     try:
-        return all(type(v) is type(first) and bool(v == first) for v in values[1:])
+        return all(bool(v == first) for v in values[1:])
     except Exception:
         return False
+
+
+def _structure(value: Any) -> Any:
+    """A value's nesting as DALI's messages show it: a leaf is '*'."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_structure(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _structure(v) for k, v in value.items()}
+    return "*"
 
 
 def _merge(
@@ -98,7 +121,38 @@ def _merge(
     name: str,
     parent: scopes.Scope | None,
 ) -> Any:
-    """One variable after the choice: its value in every branch, merged per sample."""
+    """One variable after the choice: its value in every branch, merged per sample (lists,
+    tuples and dicts element by element, when every branch has the same structure)."""
+    nested = [isinstance(v, (list, tuple, dict)) for v in values]
+    if any(nested) and not _same(values):
+        shapes = [_structure(v) for v in values]
+        if not all(nested) or any(s != shapes[0] for s in shapes):
+            where = f" (at {choice.where})" if choice.where else ""
+            heads = [
+                f"'{choice.names.get(b.case, b.case)}' output structure: {s}"
+                for b, s in zip(branches, shapes, strict=True)
+            ]
+            raise ValueError(
+                "Divergent data found in different branches of `if/else` control flow "
+                f"statement{where}. Variables in all code paths are merged into common output "
+                "batches. The values assigned to a given variable need to have the same "
+                "nesting structure in every code path (both `if` branches).\nFor example, if "
+                "we define a variable as a tuple in one branch, it must be defined as a tuple "
+                "of the same length in the other branch - the contents of the tuples may be "
+                "different. If we define a variable as a dictionary, the other branch must "
+                "define it as a dictionary with the same set of keys, the values may be "
+                f"different.\n\nVariable '{name}':\n" + "\n".join(heads)
+            )
+        first = values[0]
+        if isinstance(first, dict):
+            return {
+                k: _merge(choice, branches, [v[k] for v in values], f"{name}[{k!r}]", parent)
+                for k in first
+            }
+        return type(first)(
+            _merge(choice, branches, [v[j] for v in values], f"{name}[{j}]", parent)
+            for j in range(len(first))
+        )
     missing = [b for b, v in zip(branches, values, strict=True) if isinstance(v, scopes.Undefined)]
     if missing:
         if len(missing) == len(values):
@@ -274,10 +328,9 @@ def _bool_op(op: str, operands: Sequence[Callable[[], Any]], where: str) -> Any:
                 return (_logical(result, op, "right", where),)
             if not isinstance(result, (bool, np.bool_)):
                 raise GraphError(
-                    f"Logical expression `{op}` (at {where}) is restricted to scalar (0-d "
-                    f"tensors) inputs of `bool` type, that are placed on CPU. Got "
-                    f"{type(result).__name__} {result!r} as the right argument in logical "
-                    f"expression."
+                    f"Logical expression `{op}` is restricted to scalar (0-d tensors) inputs "
+                    f"of `bool` type, that are placed on CPU. Got {type(result).__name__} "
+                    f"{result!r} as the right argument in logical expression (at {where})."
                 )
             return (bool(result),)
 
@@ -311,7 +364,7 @@ def not_(value: Any, where: str = "") -> Any:
         {
             **REGISTRY["_logical_check"].defaults(),
             "expression": "not",
-            "side": "input",
+            "side": "",
             "where": where,
             "negate": True,
         },

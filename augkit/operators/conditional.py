@@ -197,14 +197,15 @@ class LogicalCheck(OperatorImpl):
         where = f" (at {self.args['where']})" if self.args["where"] else ""
         wanted = "" if negate else " of `bool` type"
         prefix = (
-            f"Logical expression `{expression}`{where} is restricted to scalar (0-d tensors) "
+            f"Logical expression `{expression}` is restricted to scalar (0-d tensors) "
             f"inputs{wanted}, that are placed on CPU."
         )
         side_text = f"as the {side} argument " if side else ""
         for i, sample in enumerate(batch._samples):
             if np.ndim(sample) != 0:
                 raise OperatorError(
-                    f"{prefix} Got a {np.ndim(sample)}-d input {side_text}in logical expression.",
+                    f"{prefix} Got a {np.ndim(sample)}-d input {side_text}in logical "
+                    f"expression{where}.",
                     operator=self.name,
                     sample_index=i,
                     source_info=batch._source_info[i],
@@ -215,7 +216,7 @@ class LogicalCheck(OperatorImpl):
         ):
             raise OperatorError(
                 f"{prefix} Got an input of type `{_c_name(values.dtype)}` {side_text}in logical "
-                f"expression.",
+                f"expression{where}.",
                 operator=self.name,
             )
         values = values.astype(bool) if len(values) else np.zeros(0, bool)
