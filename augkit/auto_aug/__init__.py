@@ -1,31 +1,41 @@
-"""DALI's automatic augmentations (``nvidia.dali.auto_aug``), the layer the policies stand on:
-the ``augmentation`` decorator, ``Augmentation``, ``signed_bin`` (``augkit.auto_aug.core``) and
-the standard suite of augmentations (``augkit.auto_aug.augmentations``: shear_x, rotate,
-brightness, posterize, equalize...).
+"""DALI's automatic augmentations (``nvidia.dali.auto_aug``): the policies
+(``augkit.auto_aug.auto_augment``, ``rand_augment``, ``trivial_augment``), the layer they stand
+on (``augkit.auto_aug.core``: ``augmentation``, ``Augmentation``, ``signed_bin``, ``Policy``,
+``select``) and the standard suite of augmentations (``augkit.auto_aug.augmentations``:
+shear_x, rotate, brightness, posterize, equalize...).
 
-    >>> from augkit.auto_aug import augmentations
+    >>> from augkit.auto_aug import augmentations, rand_augment
     >>> augmentations.shear_x.mag_range
     (0, 0.3)
+    >>> len(rand_augment.get_rand_augment_suite())
+    14
 
-The policies themselves (``auto_augment``, ``rand_augment``, ``trivial_augment_wide``) choose one
-augmentation per sample with ``if``: they need the pipeline's conditionals
-(``enable_conditionals=True``), which augkit does not have yet.
+The policies choose an augmentation per sample: they need the pipeline's conditionals
+(``@pipeline_def(enable_conditionals=True)``), as in DALI.
 """
 
-from augkit.auto_aug import augmentations
+# The policy modules as modules, as DALI's (``from nvidia.dali.auto_aug import rand_augment``).
+from augkit.auto_aug import augmentations, auto_augment, rand_augment, trivial_augment
 from augkit.auto_aug.core import (
     Augmentation,
     MissingArgException,
+    Policy,
     UnusedArgException,
     augmentation,
+    select,
     signed_bin,
 )
 
 __all__ = [
     "Augmentation",
     "MissingArgException",
+    "Policy",
     "UnusedArgException",
     "augmentation",
     "augmentations",
+    "auto_augment",
+    "rand_augment",
+    "select",
     "signed_bin",
+    "trivial_augment",
 ]

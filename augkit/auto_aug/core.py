@@ -1,6 +1,8 @@
-"""The layer below DALI's automatic augmentation policies: the ``augmentation`` decorator, the
-``Augmentation`` class it makes, and ``signed_bin`` (DALI 2.4's ``nvidia.dali.auto_aug.core``:
-the same names, arguments, defaults and numbers, written anew on augkit's operators).
+"""DALI 2.4's ``nvidia.dali.auto_aug.core``, what the automatic augmentation policies are built
+from: the ``augmentation`` decorator, the ``Augmentation`` class it makes, ``signed_bin``, and,
+re-exported here as DALI does, ``Policy`` (``augkit.auto_aug.policy``) and ``select``
+(``augkit.auto_aug.select``): the same names, arguments, defaults and numbers, written anew on
+augkit's operators.
 
 An augmentation is a function ``op(data, parameter, **extra)`` of DataNodes. Decorated, it is
 called with a *magnitude bin* instead of the parameter::
@@ -72,10 +74,12 @@ from augkit.graph import DataNode, _value
 __all__ = [
     "Augmentation",
     "MissingArgException",
+    "Policy",
     "UnusedArgException",
     "accepted_kwargs",
     "augmentation",
     "forbid_unused_kwargs",
+    "select",
     "signed_bin",
 ]
 
@@ -661,3 +665,9 @@ def augmentation(
     if not callable(function):
         raise ArgumentError(f"`@augmentation` decorates callables, got {function!r}")
     return decorator(function)
+
+
+# DALI's core exports Policy and select too. They are built on the names above, so they are
+# imported last: `policy` and `select` import this module, which is complete by then.
+from augkit.auto_aug.policy import Policy  # noqa: E402
+from augkit.auto_aug.select import select  # noqa: E402

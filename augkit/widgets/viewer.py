@@ -1672,7 +1672,7 @@ def _encoded_text(array: np.ndarray) -> str:
 def _taken(pipe: Any, name: str | None) -> list[str]:
     """Per sample of node ``name``, the branches it took, as a tile's title shows them: an
     ``if`` as "condition=True", a choice among named branches (a policy's operations) by the
-    branch's name (an empty name, a policy's "skip", is left out)."""
+    branch's name (an empty name, and auto_augment's "skip", are left out)."""
     if name is None:
         return []
     try:
@@ -1685,7 +1685,7 @@ def _taken(pipe: Any, name: str | None) -> list[str]:
         for label, case in record.items():
             if isinstance(case, bool):
                 parts.append(f"{label.removeprefix('if ')}={case}")
-            elif case:
+            elif case and case != "skip":  # auto_augment's stage that ran nothing
                 parts.append(str(case))
         texts.append(", ".join(parts))
     return texts
