@@ -141,12 +141,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only",
-        choices=("all", "workloads", "operators", "iterator", "targets", "viewer"),
+        choices=(
+            "all",
+            "workloads",
+            "operators",
+            "iterator",
+            "targets",
+            "viewer",
+            "conditionals",
+        ),
         default="all",
         help="what to run: the workloads' table, the per-operator table, the PyTorch "
         "iterator's cost (benchmarks/iterator.py), images with their targets "
-        "(benchmarks/targets.py), the viewer's speed (benchmarks/viewer.py), or all of them "
-        "(default)",
+        "(benchmarks/targets.py), the viewer's speed (benchmarks/viewer.py), the cost of a "
+        "per-sample if (benchmarks/conditionals.py), or all of them (default)",
     )
     parser.add_argument(
         "--ops",
@@ -780,6 +788,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchmarks import viewer
 
         status = max(status, viewer.main([]))
+    if args.only in ("all", "conditionals"):
+        from benchmarks import conditionals
+
+        status = max(status, conditionals.main([]))
     return status
 
 
