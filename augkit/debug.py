@@ -21,8 +21,11 @@ Same answers as the normal pipeline, bit for bit, by construction:
   call position, so they go on through their epochs as in the graph.
 
 The rule for users: keep the sequence of operator calls the same from one iteration to the
-next (an ``if`` that skips an operator shifts the numbering of those after it, and so their
-random streams). Unlike the normal pipeline, debug mode runs unused branches too.
+next (a Python ``if`` that skips an operator shifts the numbering of those after it, and so
+their random streams). With ``enable_conditionals=True`` an ``if`` on a DataNode is the normal
+pipeline's: both branches are defined on every iteration, each node runs at once on the
+samples of its branch (``augkit.scopes``: the scope's samples come from the selector's values),
+and the splits and merges take no position, so the numbers stay the normal pipeline's.
 
 Trap: the shard is known only once the first reader is made. When an operator that draws
 comes before a reader with ``shard_id`` other than 0 in the definition, the first iteration is
