@@ -118,10 +118,18 @@ def test_stored_references_are_dalis(tmp_path: pathlib.Path) -> None:
             assert sorted(fresh.files) == sorted(kept.files), f"{family}: cases differ"
             for key in fresh.files:
                 a, b = fresh[key], kept[key]
-                nan_ok = a.dtype.kind in "fc" and b.dtype.kind in "fc"
-                assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=nan_ok), (
+                message = (
                     f"{family}: stored {key} is not what DALI gives now: `make dali-reference`"
                 )
+                assert a.dtype == b.dtype and a.shape == b.shape, message
+                if a.dtype.kind == "f":
+                    # DALI's float kernels round differently on different CPUs' vector units
+                    # (normalize: 1e-6 on values up to 12, rsqrt: 1e-7 relative, on an AMD
+                    # EPYC against the Intel Xeon that stored them): the same computation.
+                    assert np.array_equal(np.isnan(a), np.isnan(b)), message
+                    assert np.allclose(a, b, rtol=1e-6, atol=2e-6, equal_nan=True), message
+                else:
+                    assert np.array_equal(a, b), message
 
 
 if __name__ == "__main__":  # pragma: no cover
