@@ -377,6 +377,9 @@ class DebugRunner:
     def rerun(self, changed: Sequence[str] | None) -> tuple[TensorList, ...]:
         raise GraphError("rerun() needs a normal pipeline (debug mode has no graph)")
 
+    def run_keyed(self, keys: Any, iteration: int) -> Delivery:
+        raise GraphError("run_keyed() needs a normal pipeline (not debug mode)")
+
     def set_function(self, name: str, function: Callable[..., Any]) -> None:
         raise GraphError(
             "set_function() needs a normal pipeline (in debug mode, change the definition)"

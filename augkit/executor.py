@@ -17,6 +17,8 @@ from concurrent.futures import CancelledError
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from augkit.core import Engine, check_device, make_impl, pipeline_shard
 from augkit.errors import ArgumentError, GraphError
 from augkit.graph import DataNode, OperatorNode
@@ -289,6 +291,7 @@ class Executor:
         notes: IterationNotes | None = None,
         only: set[int] | None = None,
         keep_all: bool = False,
+        keys: np.ndarray | None = None,
     ) -> dict[DataNode, TensorList]:
         """Run every other operator of one iteration on the sources' ``values``. Safe to call
         for several iterations at once from different threads: operators keep no state
@@ -297,11 +300,19 @@ class Executor:
         ``only``: ids of the operators to run again; every other operator's outputs are taken
         from ``values`` (the viewer's slider moves recompute what follows a changed function).
         ``keep_all``: return every node's batch, the chains' transient ones too.
+        ``keys``: one key per sample that its random streams are keyed by instead of its index
+        in the batch (``Pipeline.run_keyed``).
         """
         whole = self.engine.context(iteration, batch_size, False, notes)
+        if keys is not None:
+            if len(keys) != batch_size:
+                raise GraphError(
+                    f"run_keyed(): {len(keys)} sample ids for a batch of {batch_size} samples"
+                )
+            whole = whole.narrowed(keys)
         values = dict(values)
         generation = self.engine.generation
-        samples = ScopeSamples(batch_size, values.__getitem__)
+        samples = ScopeSamples(batch_size, values.__getitem__, keys)
         for step in self.steps:
             for part in self._parts(step, values, only):
                 if self.engine.generation != generation:
@@ -369,11 +380,17 @@ class Executor:
         return out
 
     def run(
-        self, iteration: int, batch_size: int, partial: bool = False
+        self,
+        iteration: int,
+        batch_size: int,
+        partial: bool = False,
+        keys: np.ndarray | None = None,
     ) -> tuple[dict[DataNode, TensorList], IterationNotes]:
-        """Compute one iteration: the batch of every node output that was run, and its notes."""
+        """Compute one iteration: the batch of every node output that was run, and its notes
+        (``keys``: see ``compute``)."""
         read = self.read(iteration, batch_size, partial)
-        return self.compute(iteration, read.size, read.values, read.notes), read.notes
+        values = self.compute(iteration, read.size, read.values, read.notes, keys=keys)
+        return values, read.notes
 
     def downstream(self, ids: set[int]) -> set[int]:
         """The operators ``ids`` and every operator that depends on them."""

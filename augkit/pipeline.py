@@ -38,6 +38,7 @@ After the loop the readers start the next epoch from its first sample (``reset()
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -346,6 +347,39 @@ class Pipeline:
         if self._scheduled:
             return self._scheduled.pop(0)
         return self._run(partial=False)
+
+    def run_keyed(self, sample_ids: Sequence[Any], iteration: int = 0) -> tuple[TensorList, ...]:
+        """Compute the next batch, with every random draw keyed by a given id per sample and
+        by ``iteration`` instead of by the sample's place in the batch and the run count: a
+        sample's augmentation then depends only on (seed, shard, its id, iteration), whatever
+        batch it comes in and whatever came before (``augkit.ray.Augment``'s ``id_column``:
+        a row augments the same on any actor, in any batch).
+
+        Args:
+            sample_ids: one id per sample of the batch (its size must be the batch's): ints
+                below 2**32 are used as they are; other values (larger ints, strings, bytes)
+                are reduced to 32 bits by a stable hash (BLAKE2b of their ``repr``), so two of
+                them may, rarely, draw alike.
+            iteration: the number the draws are keyed by with the ids (an epoch, say).
+
+        Raises:
+            GraphError: in debug mode, or the batch does not have one sample per id.
+
+        Example:
+            >>> from augkit import fn, pipeline_def
+            >>> @pipeline_def(batch_size=3, num_threads=1, device_id=None, seed=1)
+            ... def noise():
+            ...     return fn.random.uniform(range=(0, 1))
+            >>> a = noise().run_keyed([7, 8, 9])[0].as_array()
+            >>> b = noise().run_keyed([9, 8, 7])[0].as_array()
+            >>> bool((a == b[::-1]).all())
+            True
+        """
+        self.build()
+        self.iter_setup()
+        delivery = self._runner.run_keyed(sample_keys(sample_ids), int(iteration))
+        report_skips(delivery.notes.skipped, self.skipped, stacklevel=3)
+        return delivery.outputs
 
     def schedule_run(self) -> None:
         """DALI's asynchronous API: compute a batch now, to be returned by ``outputs()``."""
@@ -736,6 +770,20 @@ class Pipeline:
             # this thread holds threading's own locks, and a join there deadlocks. Idle
             # threads exit by themselves once their pools are shut down.
             runner.close(wait=False)
+
+
+def sample_keys(ids: Sequence[Any]) -> np.ndarray:
+    """Per-sample ids as the 32-bit keys of the random streams (``run_keyed``)."""
+    keys = np.empty(len(ids), np.uint64)
+    for k, value in enumerate(ids):
+        if isinstance(value, (int, np.integer)) and 0 <= int(value) < 2**32:
+            keys[k] = int(value)
+        else:
+            if isinstance(value, np.generic):
+                value = value.item()
+            digest = hashlib.blake2b(repr(value).encode(), digest_size=4).digest()
+            keys[k] = int.from_bytes(digest, "little")
+    return keys
 
 
 def _positive_or_unset(name: str, value: Any) -> int:

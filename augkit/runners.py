@@ -90,6 +90,20 @@ class GraphRunner:
             raise
         return self._deliver(values, notes)
 
+    def run_keyed(self, keys: Any, iteration: int) -> Delivery:
+        """One batch whose random streams are keyed by ``keys`` and ``iteration`` (see
+        ``Pipeline.run_keyed``); the run count does not move."""
+        self.rewind()  # batches computed ahead were keyed by their positions
+        states = self.executor.states()
+        try:
+            values, notes = self.executor.run(iteration, self.batch_size, False, keys)
+        except KeyboardInterrupt:
+            self.executor.set_states(states)
+            self.engine.cancel()
+            raise
+        self.last_iteration = iteration
+        return self._deliver(values, notes)
+
     def _deliver(self, values: dict[DataNode, TensorList], notes: IterationNotes) -> Delivery:
         self.last = values
         return Delivery(tuple(values[d] for d in self.outputs), values, notes)

@@ -198,16 +198,23 @@ class ScopeSamples:
             debug mode has computed.
     """
 
-    def __init__(self, batch_size: int, batch_of: Callable[[Any], Any]) -> None:
+    def __init__(
+        self,
+        batch_size: int,
+        batch_of: Callable[[Any], Any],
+        keys: np.ndarray | None = None,
+    ) -> None:
         self.batch_size = batch_size
         self._batch_of = batch_of
+        self._keys = keys
         self._ids: dict[int, np.ndarray] = {}
 
     def ids(self, scope: Scope | None) -> np.ndarray | None:
-        """The indices in the whole batch of ``scope``'s samples, sorted (``None`` for the
-        whole batch)."""
+        """The ids of ``scope``'s samples: their indices in the whole batch, sorted, or, where
+        the batch's samples were given keys (``Pipeline.run_keyed``), their keys (``None``
+        for the whole batch without keys)."""
         if scope is None:
-            return None
+            return self._keys
         found = self._ids.get(id(scope))
         if found is None:
             parent = self.ids(scope.parent)

@@ -86,3 +86,44 @@ def test_eager_calls_draw_what_the_pipeline_draws():
         got = eager.random.uniform(range=(0, 1), shape=[2], dtype=types.FLOAT64, batch_size=5)
     for i in range(5):
         np.testing.assert_array_equal(got[i], expected.at(i))
+
+
+def test_run_keyed_draws_by_the_samples_ids_whatever_their_batch():
+    """``Pipeline.run_keyed``: a sample's draws depend on its id and the iteration given, not on
+    its place in the batch, the batch's size or the runs before (Ray's ``id_column``)."""
+    import augkit
+
+    data = [np.full((8, 8, 3), 10 * k, np.uint8) for k in range(6)]
+
+    def make():
+        @augkit.pipeline_def(
+            batch_size=6, num_threads=2, device_id=None, seed=3, enable_conditionals=True
+        )
+        def pipe():
+            x = augkit.fn.external_source(name="x", layout="HWC")
+            noise = augkit.fn.random.uniform(range=(0, 1))
+            if augkit.fn.random.coin_flip(dtype=augkit.types.BOOL):
+                x = augkit.fn.flip(x, horizontal=1)
+            return x, noise
+
+        return pipe()
+
+    a = make()
+    a.feed_input("x", data)
+    whole, noise = a.run_keyed(["row-a", 1, 2, 3, 2**40, 5])
+    b = make()
+    b.feed_input("x", data[:1])
+    b.run_keyed([99])  # runs before do not matter
+    order = [4, 0, 3]
+    b.feed_input("x", [data[i] for i in order])
+    ids = ["row-a", 1, 2, 3, 2**40, 5]
+    part, part_noise = b.run_keyed([ids[i] for i in order])
+    for k, i in enumerate(order):
+        np.testing.assert_array_equal(part.at(k), whole.at(i))
+        assert part_noise.at(k) == noise.at(i)
+    b.feed_input("x", data[:2])
+    (_, other) = b.run_keyed([0, 1], iteration=1)  # another iteration: other draws
+    assert other.at(1) != noise.at(1)
+    with pytest.raises(augkit.GraphError, match="2 sample ids for a batch of 3 samples"):
+        b.feed_input("x", data[:3])
+        b.run_keyed([0, 1])
