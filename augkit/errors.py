@@ -12,6 +12,7 @@ import difflib
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 
 class AugkitError(Exception):
@@ -53,9 +54,29 @@ class OperatorError(AugkitError, RuntimeError):
             if source_info:
                 where += f" ({source_info})"
         super().__init__(f"{where}: {message}")
+        self.message = message
         self.operator = operator
         self.sample_index = sample_index
         self.source_info = source_info
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled (worker processes, Ray tasks) with its keyword-only arguments: the default
+        # reduction calls the class with the message alone, which fails to rebuild it.
+        return (
+            _rebuild_operator_error,
+            (type(self), self.message, self.operator, self.sample_index, self.source_info),
+            self.__dict__,
+        )
+
+
+def _rebuild_operator_error(
+    cls: type[OperatorError],
+    message: str,
+    operator: str,
+    sample_index: int | None,
+    source_info: str,
+) -> OperatorError:
+    return cls(message, operator=operator, sample_index=sample_index, source_info=source_info)
 
 
 def suggest(name: str, valid: Iterable[str]) -> str:

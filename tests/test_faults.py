@@ -554,3 +554,16 @@ def test_keyboard_interrupt_leaves_nothing_and_the_batch_is_computed_again(mode_
         pipe.close()
     assert _eventually(lambda: not set(_children()) - baseline), _children()
     assert _shm_files() == []
+
+
+def test_operator_errors_pickle_whole():
+    """An OperatorError crosses a process boundary (worker processes, Ray tasks) with its
+    message and attributes: ``except OperatorError`` works in the process that waits."""
+    import pickle
+
+    from augkit.errors import OperatorError
+
+    error = OperatorError("boom", operator="Op_1", sample_index=3, source_info="a/b.jpg")
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is OperatorError and str(again) == str(error)
+    assert (again.operator, again.sample_index, again.source_info) == ("Op_1", 3, "a/b.jpg")

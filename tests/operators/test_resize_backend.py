@@ -125,6 +125,8 @@ def test_without_torch_pillow_resizes_exactly(monkeypatch, photos, how):
     if how == "torch missing":
         monkeypatch.setattr(resize_torch, "_load", lambda: None)
         monkeypatch.setattr(resize_torch, "_loaded", False)
+        # and what an earlier load left: else the rest of the session resizes with Pillow
+        monkeypatch.setattr(resize_torch, "_torch", None)
         monkeypatch.setattr(resize_torch, "BACKEND", "auto")
     else:
         monkeypatch.setattr(resize_torch, "BACKEND", "pillow")
