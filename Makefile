@@ -5,6 +5,8 @@ BIN = $(VENV)/bin
 STAMP = $(VENV)/.installed
 # Debian's Chromium, which the browser test (tests/test_viewer_browser.py) drives with Playwright.
 CHROMIUM = /usr/bin/chromium
+# Debian's strace, with which tests/test_ray.py checks that a local Ray talks on loopback only.
+STRACE = /usr/bin/strace
 
 # Only the folders that exist yet are linted.
 LINT_PATHS = $(wildcard augkit tests benchmarks examples)
@@ -18,7 +20,7 @@ endif
 
 .PHONY: venv test lint format demo lab bench bench-ops dali-venv dali-reference dali-parity clean distclean
 
-venv: $(STAMP) $(CHROMIUM)
+venv: $(STAMP) $(CHROMIUM) $(STRACE)
 
 # torch comes through pip on purpose: /etc/xdg/pip caps it at the release on this machine's disk.
 $(STAMP): pyproject.toml
@@ -32,6 +34,12 @@ $(STAMP): pyproject.toml
 $(CHROMIUM):
 	@if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y chromium; \
 	else echo "$(CHROMIUM) is missing: install Debian's chromium (as root) for the browser test" >&2; fi
+
+# Installed when missing and we are root; otherwise tests/test_ray.py's network check fails
+# saying so.
+$(STRACE):
+	@if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y strace; \
+	else echo "$(STRACE) is missing: install Debian's strace (as root) for tests/test_ray.py" >&2; fi
 
 lint: venv
 	$(BIN)/ruff check $(LINT_PATHS)
