@@ -149,12 +149,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             "targets",
             "viewer",
             "conditionals",
+            "ray",
         ),
         default="all",
         help="what to run: the workloads' table, the per-operator table, the PyTorch "
         "iterator's cost (benchmarks/iterator.py), images with their targets "
         "(benchmarks/targets.py), the viewer's speed (benchmarks/viewer.py), the cost of a "
-        "per-sample if (benchmarks/conditionals.py), or all of them (default)",
+        "per-sample if (benchmarks/conditionals.py), read_pipeline against the same pipeline "
+        "in-process (benchmarks/ray_stage.py), or all of them (default)",
     )
     parser.add_argument(
         "--ops",
@@ -792,6 +794,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchmarks import conditionals
 
         status = max(status, conditionals.main([]))
+    if args.only in ("all", "ray"):
+        from benchmarks import ray_stage
+
+        status = max(status, ray_stage.main(["--data", str(args.data)]))
     return status
 
 

@@ -111,9 +111,9 @@ def cpus_for_threads(num_threads: int) -> float:
     for: ``num_threads``, but no more than the CPUs of Ray's largest node (a task asking for
     more could never be scheduled).
 
-    Example:
-        >>> cpus_for_threads(2)  # doctest: +SKIP
-        2.0
+    Example (with Ray started on a 2-core machine)::
+
+        cpus_for_threads(2)  # 2.0; on a 1-CPU node, 1.0
     """
     ray = require_ray()
     largest = max(
