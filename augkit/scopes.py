@@ -30,7 +30,7 @@ Decisions and traps:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,10 +77,6 @@ class Scope:
     # Nodes of enclosing scopes already split into this one: node -> its split (one split
     # node per node and scope, however often the branch reads it).
     splits: dict[Any, Any] = field(default_factory=dict)
-
-    @property
-    def depth(self) -> int:
-        return 1 + (self.parent.depth if self.parent is not None else 0)
 
     def path_from(self, ancestor: Scope | None) -> list[Scope]:
         """The scopes from ``ancestor`` (excluded) down to this one, outermost first; empty
@@ -234,21 +230,6 @@ class ScopeSamples:
     def size(self, scope: Scope | None) -> int:
         ids = self.ids(scope)
         return self.batch_size if ids is None else len(ids)
-
-
-def scopes_of(nodes: Sequence[Any]) -> list[Scope]:
-    """Every scope the operator ``nodes`` belong to, with their enclosing ones, outermost
-    first (the same scope once)."""
-    seen: dict[int, Scope] = {}
-    for node in nodes:
-        scope = node.scope
-        chain = []
-        while scope is not None and id(scope) not in seen:
-            chain.append(scope)
-            scope = scope.parent
-        for s in reversed(chain):
-            seen[id(s)] = s
-    return sorted(seen.values(), key=lambda s: s.depth)
 
 
 class Undefined:

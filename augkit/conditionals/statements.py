@@ -280,21 +280,18 @@ def plain_test(test: Any, where: str, why: str) -> Any:
     return test
 
 
-def _logical(value: Any, expression: str, side: str, where: str) -> DataNode:
-    """A checked boolean operand of ``and``/``or``/``not``: the check runs per sample when
-    the pipeline runs (``_logical_check``)."""
-    return OperatorNode(
-        REGISTRY["_logical_check"],
-        "cpu",
-        {
-            **REGISTRY["_logical_check"].defaults(),
-            "expression": expression,
-            "side": side,
-            "where": where,
-        },
-        {},
-        [value],
-    ).outputs[0]
+def _logical(value: Any, expression: str, side: str, where: str, negate: bool = False) -> DataNode:
+    """A checked operand of ``and``/``or`` (a boolean scalar per sample), or ``not`` of one
+    (any number): the check runs per sample when the pipeline runs (``_logical_check``)."""
+    schema = REGISTRY["_logical_check"]
+    args = {
+        **schema.defaults(),
+        "expression": expression,
+        "side": side,
+        "where": where,
+        "negate": negate,
+    }
+    return OperatorNode(schema, "cpu", args, {}, [value]).outputs[0]
 
 
 def and_(*operands: Callable[[], Any], where: str = "") -> Any:
@@ -358,19 +355,7 @@ def not_(value: Any, where: str = "") -> Any:
         raise value.error()
     if not isinstance(value, DataNode):
         return not value
-    return OperatorNode(
-        REGISTRY["_logical_check"],
-        "cpu",
-        {
-            **REGISTRY["_logical_check"].defaults(),
-            "expression": "not",
-            "side": "",
-            "where": where,
-            "negate": True,
-        },
-        {},
-        [value],
-    ).outputs[0]
+    return _logical(value, "not", "", where, negate=True)
 
 
 def if_exp(
