@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -192,6 +193,39 @@ def local_ray() -> Any:
     left = {pid for pid in started if local._stat(pid) is not None}
     assert not left, f"processes of Ray left after shutdown_local: {left}"
     assert not os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+
+
+@ray.remote(num_cpus=1)
+def _worker_pid(seconds: float) -> int:
+    import time
+
+    time.sleep(seconds)
+    return os.getpid()
+
+
+@ray.remote(num_cpus=0)
+class _Bystander:
+    """An actor's worker, as Ray Data's own actors are: it counts towards the workers a node
+    keeps before killing idle ones."""
+
+    def ping(self) -> int:
+        return os.getpid()
+
+
+def test_idle_workers_are_kept_between_stages(local_ray: Any) -> None:
+    # Two 1-CPU workers (which would have imported augkit and torch), then a 2-CPU task that
+    # leaves one idle for 2.5 s while an actor's worker is up: Ray's default kills an idle
+    # worker after 1 s here, and the next pass waited ~6 s for a fresh one (benchmarks/README).
+    first = set(ray.get([_worker_pid.remote(0.5), _worker_pid.remote(0.5)]))
+    bystander = _Bystander.remote()
+    try:
+        ray.get(bystander.ping.remote(), timeout=60)
+        ray.get(_worker_pid.options(num_cpus=2).remote(2.5), timeout=60)
+        time.sleep(0.5)
+    finally:
+        ray.kill(bystander)
+    gone = {pid for pid in first if local._stat(pid) is None}
+    assert not gone, f"Ray killed idle workers {gone} (init_local should keep them)"
 
 
 def test_read_pipeline_one_shard_is_the_local_pipeline(local_ray: Any) -> None:

@@ -32,6 +32,15 @@ trace=connect,sendto,bind``; ``tests/test_ray.py`` repeats the trace on every ru
   its id, any that is still running after ``timeout`` seconds.
 - Under pytest's ``filterwarnings = error`` Ray Data's own ``DataContext()`` raises
   DeprecationWarnings: pyproject filters those of ``ray.data.context`` only.
+- **Keep the workers warm.** A Ray worker that runs an augkit pipeline has imported augkit,
+  NumPy, OpenCV and torch (5-10 s on this 2-core machine). Ray kills a worker that has been
+  idle for 1 s once the node has more workers than CPUs (its ``num_workers_soft_limit``; Ray
+  Data's own actors count), so after a pass whose read tasks took 2 CPUs each, the next pass of
+  1-CPU tasks waited ~6 s for a new worker: measured, 3-epoch passes at 131-171 img/s against
+  323-400 with the workers kept. ``init_local`` sets ``idle_worker_killing_time_threshold_ms``
+  to 10 minutes (``WARM_WORKER_MS``; ``_system_config`` overrides it). On a cluster, start
+  each node with ``ray start --system-config='{"idle_worker_killing_time_threshold_ms":
+  600000}'`` (``docs/scale_out.md``).
 - Start Ray once per process (a test module, a notebook): ``init`` takes 2.5-5 s, shutdown
   ~1.5 s, the first batch of an actor pool 3-4 s, and a started Ray holds ~1.8 GiB.
 """
@@ -57,6 +66,8 @@ LOCAL_ENVIRONMENT = {
 }
 LOOPBACK = "127.0.0.1"
 DEFAULT_OBJECT_STORE_MEMORY = 512 * 2**20
+WARM_WORKER_MS = 600_000
+"""How long an idle Ray worker (augkit and torch imported) is kept (module docstring)."""
 # Unix sockets: sun_path holds 108 bytes with its terminating NUL.
 MAX_SOCKET_PATH = 107
 
@@ -182,6 +193,10 @@ def init_local(
     if real_home is not None:
         runtime_env["env_vars"] = {"HOME": real_home, **runtime_env.get("env_vars", {})}
     ray_init_kwargs.setdefault("include_dashboard", False)
+    ray_init_kwargs["_system_config"] = {
+        "idle_worker_killing_time_threshold_ms": WARM_WORKER_MS,
+        **(ray_init_kwargs.get("_system_config") or {}),
+    }
     ray_init_kwargs.setdefault("log_to_driver", False)
     before = _descendants({os.getpid()})
     _current = state
