@@ -424,6 +424,9 @@ class Operator:
                 f"{schema.class_name} for device {' or '.join(map(repr, schema.devices))}."
             )
         self._device = device
+        # DALI's rule: without an explicit device, a call whose inputs include GPU data runs
+        # on the GPU (``_call_device``).
+        self._device_given = kwargs.get("device") is not None
         self._constants, self._arg_nodes = schema.bind(_batches_as_nodes(schema, kwargs), is_node)
         self._given = _given(kwargs)
         # A required argument that takes per-sample values may come with the call instead, as
@@ -433,6 +436,21 @@ class Operator:
 
     @property
     def device(self) -> str:
+        return self._device
+
+    def _call_device(self, inputs: Sequence[Any]) -> str:
+        """The device of one call: the one given, else "gpu" where an input (or an input of a
+        multiple-input-set list) is on the GPU and the operator has a GPU kernel, as DALI
+        infers it; else "cpu"."""
+        if self._device_given or "gpu" not in self.schema.devices:
+            return self._device
+
+        def on_gpu(x: Any) -> bool:
+            return isinstance(x, DataNode) and x.device == "gpu"
+
+        for x in inputs:
+            if on_gpu(x) or (isinstance(x, (list, tuple)) and any(on_gpu(e) for e in x)):
+                return "gpu"
         return self._device
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
@@ -469,8 +487,9 @@ class Operator:
             else x
             for x in inputs
         )
+        device = self._call_device(inputs)
         if _session() is not None:
-            _check_device(schema, self._device)
+            _check_device(schema, device)
             # Debug mode: a list of arrays or tensors is one batch given as an input; only a
             # list of nodes is DALI's multiple input sets.
             inputs = tuple(
@@ -490,7 +509,9 @@ class Operator:
                 group = results[0][0].source.id if results and results[0] else None
                 companions = _companions(schema, sets, k)
                 results.append(
-                    self._node(_set_name(args, k), arg_nodes, list(one), given, companions, group)
+                    self._node(
+                        _set_name(args, k), arg_nodes, list(one), given, companions, group, device
+                    )
                 )
         except AugkitError as exc:
             if _session() is None:
@@ -514,8 +535,10 @@ class Operator:
         given: frozenset[str] = frozenset(),
         companions: Sequence[Any] = (),
         seed_group: int | None = None,
+        device: str | None = None,
     ) -> list[DataNode]:
         schema = self.schema
+        device = device or self._device
         inputs = [*inputs, *companions]
         for k, node in enumerate(inputs):
             if not isinstance(node, DataNode) and _session() is not None:
@@ -526,16 +549,21 @@ class Operator:
                     f"(a DataNode), got {type(node).__name__}. To run operators on arrays "
                     f"directly, use augkit.eager."
                 )
-            if self._device == "cpu" and node.device == "gpu":
+            if device == "cpu" and node.device == "gpu":
+                why = (
+                    f"augkit has {schema.class_name} for the CPU only"
+                    if "gpu" not in schema.devices
+                    else "a CPU operator cannot read GPU data"
+                )
                 raise ArgumentError(
                     f"{schema.class_name}(device='cpu'): input {k} ({node.name}) is on the GPU; "
-                    f"a CPU operator cannot read GPU data."
+                    f"{why}. Move it with .cpu() first."
                 )
-            if self._device == "gpu" and node.device == "cpu":
+            if device == "gpu" and node.device == "cpu":
                 inputs[k] = node.gpu()
         node = OperatorNode(
             schema,
-            self._device,
+            device,
             args,
             arg_nodes,
             inputs,

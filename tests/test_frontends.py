@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 import augkit.plugin.pytorch as dalitorch
-from augkit import fn, ops
+from augkit import fn, ops, types
 from augkit.graph import Operator
 from augkit.operators.registry import REGISTRY
 
@@ -82,3 +82,27 @@ def test_the_resolver_suggests_a_close_name():
 
     with pytest.raises(KeyError, match=r"Did you mean 'readers\.file'"):
         resolve("readers.fille")
+
+
+def test_a_call_on_gpu_data_runs_on_the_gpu_unless_told_otherwise():
+    # DALI's rule (nvidia.dali.ops._choose_device): without device=, an operator whose inputs
+    # include GPU data runs on the GPU. Graph nodes only: nothing is built, so no GPU is needed.
+    from augkit.errors import ArgumentError
+    from augkit.pipeline import Pipeline
+
+    pipe = Pipeline(batch_size=2, num_threads=1, device_id=0)
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root="data/images")
+        images = fn.decoders.image(jpegs, device="mixed")
+        assert images.device == "gpu"
+        assert fn.flip(images).device == "gpu"
+        assert ops.Flip()(images).device == "gpu"
+        assert fn.flip([images, images])[1].device == "gpu"  # multiple input sets
+        assert fn.cast(labels, dtype=types.INT64).device == "cpu"
+        assert fn.flip(images.cpu()).device == "cpu"
+        with pytest.raises(ArgumentError, match=r"a CPU operator cannot read GPU data"):
+            fn.flip(images, device="cpu")
+        # an operator without a GPU kernel stays on the CPU and says why it cannot read it
+        assert "gpu" not in REGISTRY["jpeg_compression_distortion"].devices
+        with pytest.raises(ArgumentError, match=r"for the CPU only\. Move it with \.cpu\(\)"):
+            fn.jpeg_compression_distortion(images)

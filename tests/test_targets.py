@@ -177,3 +177,32 @@ def test_image_nodes_still_run_in_chains_and_target_nodes_do_not():
     assert ["a", "b"] in chains
     assert not any(name.startswith("c") for chain in chains for name in chain)
     pipe.close()
+
+
+@pytest.mark.gpu
+def test_targets_move_with_gpu_images_as_with_cpu_ones(photos):
+    # On the GPU the targets are moved on the host by the same code (the images are read for
+    # their shapes only), then put on the GPU: the same numbers as device="cpu".
+    images = [p[:120, :160] for p in photos[:2]]
+    boxes = [np.array([[0.1, 0.2, 0.6, 0.7], [0.5, 0.5, 0.9, 0.95]], np.float32)] * 2
+    labels = [np.array([3, 4], np.int32)] * 2
+    masks = [(p[:120, :160, 0] > 128).astype(np.uint8) for p in photos[:2]]
+
+    def define(device):
+        imgs = fn.external_source(source=lambda: images, batch=True, layout="HWC")
+        b, lab = _typed(boxes, "boxes"), _typed(labels, "labels")
+        m = _typed(masks, "mask", layout="HW")
+        _, rb, rl = fn.rotate([imgs, b, lab], angle=30, device=device)
+        _, rm = fn.resize([imgs, m], size=(64, 48), device=device)
+        return rb, rl, rm
+
+    cpu = _run(define, device="cpu")
+    pipe = pipeline_def(define, batch_size=2, num_threads=1, device_id=0, seed=5)(device="gpu")
+    try:
+        gpu = pipe.run()
+    finally:
+        pipe.close()
+    for want, got in zip(cpu, gpu, strict=True):
+        assert got.device == "gpu" and got.kind == want.kind
+        for i in range(2):
+            np.testing.assert_array_equal(got.at(i), want.at(i))

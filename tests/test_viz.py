@@ -457,3 +457,18 @@ def test_in_a_notebook_each_grid_is_shown_once():
     assert [size for size, _ in images(notebook.cells[4])] == [(524, 844)]  # a later cell shows it
     assert images(notebook.cells[5]) == [one_batch]
     assert notebook.cells[6].outputs[0]["data"]["text/plain"] == "[]"  # nothing left open
+
+
+@pytest.mark.gpu
+def test_gpu_batches_are_drawn_like_their_host_copies():
+    import cupy
+
+    rng = np.random.default_rng(3)
+    host = [rng.integers(0, 255, (24, 32, 3), dtype=np.uint8) for _ in range(3)]
+    on_gpu = TensorList([cupy.asarray(x) for x in host], "HWC", ["a", "b", "c"])
+    assert on_gpu.device == "gpu"
+    want = viz.image_grid_png(TensorList(host, "HWC", ["a", "b", "c"]), columns=3)
+    assert viz.image_grid_png(on_gpu, columns=3) == want
+    assert viz.image_grid_png([cupy.asarray(x) for x in host], columns=3) == viz.image_grid_png(
+        host, columns=3
+    )

@@ -45,6 +45,14 @@ Rules (DALI's, and where augkit goes further):
     (calling the function a second time for it) and the operator stays "serial".
   Batch mode makes one call per batch; with the prefetching executor several iterations are in
   flight at once, so batch-mode calls of different iterations run in parallel too.
+- On the GPU (``device="gpu"``): ``python_function`` gets CuPy arrays (a NumPy result is
+  copied to the GPU), ``TorchPythonFunction`` CUDA tensors (zero-copy through DLPack; a CPU
+  tensor returned is moved with ``.cuda()``), ``DLTensorPythonFunction`` CUDA DLPack capsules.
+  Streams: augkit's GPU kernels (CuPy) and torch both queue on the device's legacy default
+  stream, which orders them against each other, so a function needs no synchronisation of its
+  own and DALI's ``synchronize_stream`` has nothing to do (it is accepted). A function that
+  uses a stream of its own must finish (or synchronise) it before it returns. The calls run
+  on the pipeline's threads (CuPy's current device and stream are per thread: both defaults).
 - Like DALI, Python operators are kept in the graph even when no output uses them
   (``preserve`` defaults to True): a function may be there for its side effects.
 - Errors: an exception in the function becomes an ``OperatorError`` naming the operator, the

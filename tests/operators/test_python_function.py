@@ -343,6 +343,61 @@ def test_gpu_python_function_gets_cupy_arrays(pairs):
 
 
 @pytest.mark.gpu
+def test_gpu_dl_tensor_python_function_gets_cuda_capsules(pairs):
+    import cupy
+
+    first, _ = pairs
+    devices = []
+
+    def on_capsules(capsule):
+        array = cupy.from_dlpack(_Capsule(capsule))
+        devices.append(array.device.id)
+        return (array[:, ::-1] + 1).__dlpack__()
+
+    pipe = Pipeline(batch_size=3, num_threads=2, device_id=0)
+    with pipe:
+        images = fn.external_source(source=lambda: first, layout="HWC")
+        pipe.set_outputs(fn.dl_tensor_python_function(images, function=on_capsules, device="gpu"))
+    (out,) = pipe.run()
+    assert devices == [0, 0, 0] and out.device == "gpu"
+    np.testing.assert_array_equal(out.as_cpu().at(1), first[1][:, ::-1] + 1)
+
+
+class _Capsule:
+    """A bare CUDA DLPack capsule as an object ``cupy.from_dlpack`` takes."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, stream=None, **_):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+@pytest.mark.gpu
+def test_gpu_python_function_batch_mode_and_numpy_results_land_on_the_gpu(pairs):
+    import cupy
+
+    first, _ = pairs
+
+    def whole_batch(images):
+        assert all(isinstance(x, cupy.ndarray) for x in images)
+        return [cupy.asnumpy(x)[::2] for x in images]  # NumPy back: moved to the GPU
+
+    pipe = Pipeline(batch_size=3, num_threads=1, device_id=0)
+    with pipe:
+        images = fn.external_source(source=lambda: first, layout="HWC")
+        out = fn.python_function(images, function=whole_batch, batch_processing=True, device="gpu")
+        pipe.set_outputs(out, fn.flip(out, horizontal=1))  # flip inferred on the GPU
+    halves, flipped = pipe.run()
+    assert halves.device == "gpu" and flipped.device == "gpu"
+    np.testing.assert_array_equal(halves.as_cpu().at(2), first[2][::2])
+    np.testing.assert_array_equal(flipped.as_cpu().at(2), first[2][::2, ::-1])
+
+
+@pytest.mark.gpu
 def test_gpu_torch_python_function_gets_cuda_tensors(pairs):
     first, _ = pairs
 

@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from augkit import backend
 from augkit.errors import AugkitError
 from augkit.kinds import Kind
 from augkit.operators.base import SampleOperator, finish
@@ -321,6 +322,18 @@ def _warp_nearest(
 
 
 # --- the operator side -----------------------------------------------------------------------
+def _shapes_on_host(batch: TensorList) -> TensorList:
+    """A companion of targets moved on the host (``MovesTargets.run`` on the GPU): images by
+    their shape and dtype only (read-only zero-byte NumPy stand-ins: the geometry reads no
+    pixel), other targets (boxes, whose kept rows labels follow) copied to the host."""
+    if batch.device == "cpu":
+        return batch
+    if batch.kind.name not in _PIXEL_KINDS:
+        return batch.as_cpu()
+    samples = [np.broadcast_to(np.zeros((), s.dtype), s.shape) for s in batch._samples]
+    return TensorList(samples, batch.layout(), batch._source_info, kind=batch.kind)
+
+
 class MovesTargets(SampleOperator):
     """A geometric operator that moves masks, boxes, keypoints, polygons and labels with its
     images (see the module docstring). Subclasses write ``geometry``; put this class first
@@ -366,12 +379,29 @@ class MovesTargets(SampleOperator):
         kind = own[0].kind if own else None
         if kind is None or kind.name in _PIXEL_KINDS:
             return SampleOperator.run(self, ctx, own, arg_inputs)
-        if self.device != "cpu":
-            raise self.fail(
-                f"moves {kind.name} on the CPU only; give it CPU data (device='cpu')", None, own
-            )
         self.moving = kind.name
-        return self._move(ctx, kind, own, companions, arg_inputs)
+        if self.device == "cpu":
+            return self._move(ctx, kind, own, companions, arg_inputs)
+        # On the GPU: targets are a few numbers per sample, moved on the host as on the CPU
+        # (the same code, the same results), then put back on the GPU. The images they travel
+        # with are read for their shapes only: zero-byte stand-ins, never a copy of the pixels.
+        host = self._move(
+            ctx,
+            kind,
+            [t.as_cpu() for t in own],
+            [_shapes_on_host(c) for c in companions],
+            arg_inputs,
+        )
+        device_id = ctx.device_id or 0
+        return [
+            TensorList(
+                [backend.to_gpu(x, device_id) for x in t._samples],
+                t.layout(),
+                t._source_info,
+                kind=t.kind,
+            )
+            for t in host
+        ]
 
     # The target path ---------------------------------------------------------------------
     def _move(
