@@ -199,9 +199,12 @@ def gpu_matches_cpu(
     layout: str = "",
     args: dict[str, Any] | None = None,
     arg_inputs: dict[str, list[Any]] | None = None,
+    atol: float = 0.0,
 ) -> None:
     """Run operator ``name`` with device="cpu" and device="gpu" in a pipeline on a CUDA device
-    and assert that the two give the same batch."""
+    and assert that the two give the same batch: equal integers, floats within 1e-6, or, with
+    ``atol``, any value within ``atol`` (a GPU kernel that computes in float32 where the CPU
+    kernel uses OpenCV's fixed point: the tolerance the CPU kernel holds against DALI)."""
     results = {}
     for device in ("cpu", "gpu"):
         pipe = Pipeline(
@@ -225,7 +228,94 @@ def gpu_matches_cpu(
     for i in range(len(inputs)):
         want, got = cpu.at(i), gpu.at(i)
         assert got.shape == want.shape, (name, i, got.shape, want.shape)
-        if want.dtype.kind == "f":
+        if atol:
+            diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+            assert diff.max(initial=0) <= atol, f"{name}: sample {i} differs by {diff.max()}"
+        elif want.dtype.kind == "f":
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"sample {i}")
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"{name}: sample {i}")
+
+
+# --- GPU kernels checked without a GPU (issue 18) ---------------------------------------------
+
+
+class _CupyBranches:
+    """NumPy under another name: ``xp is np`` is False, so a kernel given it takes the code
+    CuPy takes, with NumPy's functions and arrays."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np, name)
+
+
+CUPY_BRANCHES = _CupyBranches()
+"""An array module for ``run_gpu_kernel`` that turns every ``xp is np`` shortcut off."""
+
+
+def run_gpu_kernel(
+    monkeypatch: Any,
+    impl: type,
+    name: str,
+    images: Sequence[np.ndarray],
+    xp: Any = CUPY_BRANCHES,
+    *,
+    layout: str = "",
+    args: dict[str, Any] | None = None,
+    more_inputs: Sequence[Any] = (),
+) -> list[np.ndarray]:
+    """Operator ``name`` (dotted names too: "noise.gaussian") through ``augkit.eager`` (the
+    argument handling of a pipeline) with its ``gpu`` kernel (a method of ``impl``) in place
+    of its ``cpu`` kernel, on NumPy arrays, ``backend.array_module`` answering ``xp``: the GPU
+    kernel's code checked without a GPU. ``images`` is the first input, ``more_inputs`` the
+    others (``fn.cat``; lists of arrays take ``layout``, TensorLists keep theirs); ``args``
+    may hold lists (per-sample values). Asserts that the gpu kernel ran once per sample.
+    Returns the outputs as NumPy arrays."""
+    from augkit import backend, eager
+    from augkit.tensors import TensorList
+
+    calls = []
+    gpu = impl.gpu
+
+    def kernel(self: Any, *samples: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return gpu(self, *samples, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(impl, "cpu", kernel)
+        patch.setattr(backend, "array_module", lambda x: xp)
+        function = eager
+        for part in name.split("."):
+            function = getattr(function, part)
+        batches = [
+            x if isinstance(x, TensorList) else TensorList(list(x), layout)
+            for x in (images, *more_inputs)
+        ]
+        out = function(*batches, **(args or {}))
+    assert len(calls) == len(images), f"{name}: the gpu kernel did not run once per sample"
+    return [np.array(out.at(i)) for i in range(len(images))]
+
+
+def distance(want: Sequence[np.ndarray], got: Sequence[np.ndarray]) -> tuple[float, float]:
+    """(largest |difference|, largest per-sample mean |difference|) of two batches whose
+    samples must have equal shapes and dtypes."""
+    largest = mean = 0.0
+    for i, (a, b) in enumerate(zip(want, got, strict=True)):
+        assert a.shape == b.shape and a.dtype == b.dtype, (i, a.shape, b.shape, a.dtype, b.dtype)
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        if diff.size:
+            largest, mean = max(largest, float(diff.max())), max(mean, float(diff.mean()))
+    return largest, mean
+
+
+def within(
+    want: Sequence[np.ndarray], got: Sequence[np.ndarray], max_diff: float, mean_diff: float
+) -> bool:
+    """Whether ``got`` is within ``max_diff`` of ``want`` everywhere and within ``mean_diff``
+    on average in every sample (``distance``)."""
+    largest, mean = distance(want, got)
+    return largest <= max_diff and mean <= mean_diff
+
+
+def per_sample(*values: Any, dtype: Any = np.float32) -> list[np.ndarray]:
+    """One array per sample: a per-sample argument's values."""
+    return [np.asarray(v, dtype) for v in values]

@@ -45,6 +45,10 @@ library's, which DALI uses: ``tests/dali_parity/cases_math.py`` measures it).
 On dense batches (one array each, e.g. random values) the operation runs once on the whole
 array (the batch kernel): the same element-wise NumPy operation as per sample, so the same
 numbers.
+
+On the GPU (``device="gpu"``) the per-sample kernel is the same code on CuPy arrays: every
+operation is taken from the sample's array module (``xp.add``, ``xp.equal``...), so no NumPy
+function sees a CuPy array. Float functions are CuPy's (CUDA's libm: within an ulp or two).
 """
 
 from __future__ import annotations
@@ -139,13 +143,14 @@ BINARY: dict[str, Callable[[Any, Any, Any], Any]] = {
 }
 BITWISE = {"and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>"}
 FLOAT_BINARY = {"truediv", "fpow", "atan2"}
+# The comparisons' ufuncs, by name in the array module (``numpy`` or ``cupy``).
 COMPARISONS = {
-    "eq": np.equal,
-    "ne": np.not_equal,
-    "lt": np.less,
-    "le": np.less_equal,
-    "gt": np.greater,
-    "ge": np.greater_equal,
+    "eq": "equal",
+    "ne": "not_equal",
+    "lt": "less",
+    "le": "less_equal",
+    "gt": "greater",
+    "ge": "greater_equal",
 }
 # Unary operations that keep the type.
 KEEPING = {
@@ -271,7 +276,8 @@ def compute(op: str, operands: Sequence[Any]) -> Any:
     with np.errstate(all="ignore"):  # wrap-around, x/0, sqrt(-1): as in C++
         if op in COMPARISONS:
             common = promote(dtypes[0], dtypes[1])
-            return COMPARISONS[op](operands[0].astype(common), operands[1].astype(common))
+            compare = getattr(xp, COMPARISONS[op])
+            return compare(operands[0].astype(common), operands[1].astype(common))
         target = result_dtype(op, dtypes)
         if op in KEEPING:
             (a,) = operands

@@ -30,6 +30,13 @@ working out regions (Python, ~40 µs a sample) than copying the image. The batch
 (samples of one shape and type) converts the argument inputs in bulk, computes every region in
 one NumPy call and copies each sample into one output array: ~30 µs a 320x320x3 uint8 image,
 bound by the copy (memory traffic); 1.7-2.2x DALI's CPU erase on one thread (benchmark, 2026-12).
+
+GPU (``device="gpu"``, issue 18): ``Erase.gpu`` is the per-sample kernel on the sample's array
+module (``backend.array_module``: CuPy). The regions (float32 maths on a few numbers) and the
+fill value (``cpp_cast``) are worked out on the host as on the CPU; the device copies the
+sample (``xp.array``) and assigns the fill to each region's slices (the fill moved with
+``xp.asarray``: a 0-d array, or one value per channel broadcast by ``fill_regions``). There is
+no GPU batch kernel: the per-sample kernel runs for every batch.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from augkit import backend
 from augkit.operators.base import SampleOperator
 from augkit.operators.layouts import NUMBER_TYPES
 from augkit.operators.registry import (
@@ -167,9 +175,17 @@ class Erase(SampleOperator):
             return list(axes)
         return [d for d in range(ndim) if not layout or layout[d] != "C"]
 
-    def cpu(
+    def cpu(self, sample: Any, **args: Any) -> Any:
+        return self._erase(sample, np, **args)
+
+    def gpu(self, sample: Any, **args: Any) -> Any:
+        """The CPU's regions and fill (host), copied and filled on ``sample``'s device."""
+        return self._erase(sample, backend.array_module(sample), **args)
+
+    def _erase(
         self,
         sample: Any,
+        xp: Any,
         *,
         layout: str,
         anchor: tuple[float, ...],
@@ -223,8 +239,8 @@ class Erase(SampleOperator):
             normalized or normalized_shape,
             centered_anchor,
         )
-        out = np.array(sample)
-        _fill_regions(out, starts, ends, axes_used, fill, channel)
+        out = xp.array(sample)
+        _fill_regions(out, starts, ends, axes_used, xp.asarray(fill), channel, xp)
         return out
 
     def cpu_batch(
@@ -330,9 +346,12 @@ def _fill_regions(
     axes_used: list[int],
     fill: np.ndarray,
     channel: int,
+    xp: Any = np,
 ) -> None:
     """Fills ``out``'s regions ``[starts, ends)`` (rows: regions; columns: ``axes_used``) with
-    ``fill`` (a scalar array, or one value per channel shaped to broadcast along ``channel``)."""
+    ``fill`` (a scalar array, or one value per channel shaped to broadcast along ``channel``);
+    ``out`` and ``fill`` are arrays of ``xp`` (NumPy, or CuPy on the GPU), ``starts`` and
+    ``ends`` the host's."""
     ndim = out.ndim
     for first, last in zip(starts.tolist(), ends.tolist(), strict=True):
         region = [slice(None)] * ndim
@@ -352,7 +371,7 @@ def _fill_regions(
         spread = next((d for d in range(ndim) if d != channel), None)
         if spread is not None:
             plane[spread] = 1
-        block = np.empty(plane, out.dtype)
+        block = xp.empty(plane, out.dtype)
         block[...] = fill_region
         target[...] = block
 
@@ -421,6 +440,7 @@ register(
     OperatorSchema(
         name="erase",
         class_name="Erase",
+        devices=("cpu", "gpu"),
         impl=Erase,
         output_kinds=keeps_kind,
         doc=(

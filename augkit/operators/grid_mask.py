@@ -18,6 +18,13 @@ Decisions and traps (DALI's ``kernels/mask/grid_mask_cpu.h``, checked against DA
   frame or slice alike, so HWC matches DALI and the other layouts do what they say.
 - With ``angle == 0`` the mask is separable (one row test OR one column test): it is computed
   from two vectors instead of two full planes, with the same float32 values.
+
+GPU (``device="gpu"``, issue 18): ``grid_keep`` takes the array module, so the mask is
+computed on the device (``xp.arange``, ``xp.floor``, broadcasting), from the same float32
+scalars worked out on the host (``ca``, ``sa``, ``sx``, ``sy``: NumPy float32 scalars as ufunc
+operands), one float32 operation per call as on the CPU, so the same pixels are kept; the
+sample is multiplied by it (``xp.multiply``: the CPU's generic path; for integers, multiplying
+by 0 or 1 equals the CPU's masked copy).
 """
 
 from __future__ import annotations
@@ -34,9 +41,17 @@ _TYPES = tuple(np.dtype(t) for t in (np.uint8, np.int16, np.int32, np.float32))
 
 
 def grid_keep(
-    height: int, width: int, tile: int, ratio: float, angle: float, shift_x: float, shift_y: float
-) -> np.ndarray:
-    """The (height, width) bool mask of the pixels grid_mask keeps, in DALI's float32 maths.
+    height: int,
+    width: int,
+    tile: int,
+    ratio: float,
+    angle: float,
+    shift_x: float,
+    shift_y: float,
+    xp: Any = np,
+) -> Any:
+    """The (height, width) bool mask of the pixels grid_mask keeps, in DALI's float32 maths,
+    as an array of ``xp`` (NumPy, or CuPy on the GPU; the scalars are the host's).
 
     Example:
         >>> grid_keep(4, 4, tile=2, ratio=0.5, angle=0.0, shift_x=0.0, shift_y=0.0).astype(int)
@@ -55,8 +70,8 @@ def grid_keep(
         sx = f32(shift_x) / t
         sy = f32(shift_y) / t
         r = f32(ratio)
-        ys = np.arange(height, dtype=f32)
-        xs = np.arange(width, dtype=f32)
+        ys = xp.arange(height, dtype=f32)
+        xs = xp.arange(width, dtype=f32)
         fxy = -sx + ys * -sa  # (H,)
         fyy = -sy + ys * ca
         xca = xs * ca  # (W,)
@@ -65,12 +80,12 @@ def grid_keep(
             # Separable: fx does not depend on y (every fxy is -sx), fy not on x (x * 0).
             fx = fxy[:1] + xca
             fy = fyy + xsa[:1]
-            keep_x = (fx - np.floor(fx)) >= r  # (W,)
-            keep_y = (fy - np.floor(fy)) >= r  # (H,)
+            keep_x = (fx - xp.floor(fx)) >= r  # (W,)
+            keep_y = (fy - xp.floor(fy)) >= r  # (H,)
             return keep_y[:, None] | keep_x[None, :]
         fx = fxy[:, None] + xca[None, :]
         fy = fyy[:, None] + xsa[None, :]
-        return ((fx - np.floor(fx)) >= r) | ((fy - np.floor(fy)) >= r)
+        return ((fx - xp.floor(fx)) >= r) | ((fy - xp.floor(fy)) >= r)
 
 
 class GridMask(ImageOperator):
@@ -84,9 +99,17 @@ class GridMask(ImageOperator):
             names = ", ".join(t.name for t in _TYPES)
             raise ValueError(f"grid_mask takes images of type {names}; got {sample.dtype.name}")
 
-    def cpu(
+    def cpu(self, sample: Any, **args: Any) -> Any:
+        return self._mask(sample, np, **args)
+
+    def gpu(self, sample: Any, **args: Any) -> Any:
+        """The mask computed and applied on ``sample``'s device (module docstring)."""
+        return self._mask(sample, backend.array_module(sample), **args)
+
+    def _mask(
         self,
         sample: Any,
+        xp: Any,
         *,
         layout: str,
         tile: int,
@@ -98,11 +121,11 @@ class GridMask(ImageOperator):
     ) -> Any:
         h_axis, w_axis = layout.index("H"), layout.index("W")
         keep = grid_keep(
-            sample.shape[h_axis], sample.shape[w_axis], tile, ratio, angle, shift_x, shift_y
+            sample.shape[h_axis], sample.shape[w_axis], tile, ratio, angle, shift_x, shift_y, xp
         )
         if h_axis > w_axis:
             keep = keep.T
-        if sample.dtype.kind != "f" and (h_axis, w_axis) == (0, 1) and sample.size:
+        if xp is np and sample.dtype.kind != "f" and (h_axis, w_axis) == (0, 1) and sample.size:
             # Integers, HW/HWC: zeroing is multiplying by 0; cv2.copyTo is a fast masked copy.
             channels = sample.shape[2] if sample.ndim == 3 else 1
             if sample.ndim <= 3 and channels <= 64:
@@ -112,13 +135,14 @@ class GridMask(ImageOperator):
         shape = [1] * sample.ndim
         shape[h_axis], shape[w_axis] = sample.shape[h_axis], sample.shape[w_axis]
         mask = keep.astype(sample.dtype).reshape(shape)
-        return np.multiply(sample, mask)  # floats: -0.0 and NaN as DALI's multiply
+        return xp.multiply(sample, mask)  # floats: -0.0 and NaN as DALI's multiply
 
 
 register(
     OperatorSchema(
         name="grid_mask",
         class_name="GridMask",
+        devices=("cpu", "gpu"),
         impl=GridMask,
         accepts=[ANY_IMAGE],
         output_kinds=keeps_kind,

@@ -37,6 +37,17 @@ Decisions and traps (DALI's ``operators/random/noise/*.h``, checked against DALI
   and pepper are written with ``cv2.copyTo`` (a masked copy) where the channels are last;
   integer results go through ``convert_sat`` (uint8: an exact shortcut, ``_to_uint8``, 4x
   faster).
+
+GPU (``device="gpu"``, issue 18): every draw is made on the host exactly as on the CPU (the
+same sample stream, the same OpenCV/SFC64 calls, the same shapes), so a seed gives the GPU the
+CPU's noise; only its application runs on the device (``backend.array_module``: CuPy). The
+drawn field is moved with ``xp.asarray``; ``gaussian`` then adds it with the CPU's float32 (or
+float64) ufunc sequence and ``convert_sat`` (equal to the uint8 shortcut, bit for bit);
+``salt_and_pepper`` moves the uniform draws and replaces with ``xp.where`` (the salt and
+pepper values as 0-d device arrays of the input type); ``shot`` computes the Poisson means on
+the device, brings them to the host (the Poisson draw needs them), and moves the counts back
+for the multiplication and conversion. CuPy constructs relied on: ``asarray``, in-place
+``*=``/``+=`` with NumPy scalars, ``where`` with broadcasting, ``fmax``, ``max``, ``astype``.
 """
 
 from __future__ import annotations
@@ -146,14 +157,29 @@ class GaussianNoise(NoiseOperator):
     def cpu(
         self, sample: Any, *, mean: float, stddev: float, rng: np.random.Generator, **_: Any
     ) -> Any:
+        return self._gaussian(sample, mean, stddev, rng, np)
+
+    def gpu(
+        self, sample: Any, *, mean: float, stddev: float, rng: np.random.Generator, **_: Any
+    ) -> Any:
+        """The CPU's draws (on the host), added on ``sample``'s device."""
+        return self._gaussian(sample, mean, stddev, rng, backend.array_module(sample))
+
+    def _gaussian(
+        self, sample: Any, mean: float, stddev: float, rng: np.random.Generator, xp: Any
+    ) -> Any:
         ftype = _float_type(sample.dtype)
         with np.errstate(all="ignore"):
             noise = self.standard_normal(sample.shape, ftype, rng)
+            if xp is not np:
+                noise = xp.asarray(noise)
             noise *= ftype(stddev)
             noise += ftype(mean)
             noise += sample
             # No NaN or infinity when the arguments are moderate (|noise| < 40 stddevs).
             finite = abs(ftype(stddev)) < 1e30 and abs(ftype(mean)) < 1e30
+            if xp is not np:
+                return convert_sat(noise, sample.dtype, xp)
             return _convert(noise, sample.dtype, finite)
 
 
@@ -166,9 +192,17 @@ class SaltAndPepperNoise(NoiseOperator):
     def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
         return {"layout": inputs[0].layout()}
 
-    def cpu(
+    def cpu(self, sample: Any, **args: Any) -> Any:
+        return self._salt_and_pepper(sample, np, **args)
+
+    def gpu(self, sample: Any, **args: Any) -> Any:
+        """The CPU's uniform draws (on the host), applied with ``xp.where`` on the device."""
+        return self._salt_and_pepper(sample, backend.array_module(sample), **args)
+
+    def _salt_and_pepper(
         self,
         sample: Any,
+        xp: Any,
         *,
         layout: str,
         prob: float,
@@ -203,6 +237,10 @@ class SaltAndPepperNoise(NoiseOperator):
             # (OpenCV 5 refuses some larger channel counts: 240 fails, 128 works).
             pixels = sample.size // share
             u = _fast(rng).random(pixels, dtype=np.float32)
+            if xp is not np:
+                flat = sample.reshape(pixels, share)
+                out = _replace(flat, u.reshape(pixels, 1), pepper, salt, noise_prob, salt_prob, xp)
+                return out.reshape(sample.shape)
             out = np.array(sample).reshape(pixels, 1, share)
             for value, p in ((pepper, noise_prob), (salt, salt_prob)):
                 mask = u < p
@@ -215,31 +253,59 @@ class SaltAndPepperNoise(NoiseOperator):
         if channel >= 0:
             shape[channel] = 1
         u = np.asarray(_fast(rng).random(shape, dtype=np.float32))
+        if xp is not np:
+            return _replace(sample, u, pepper, salt, noise_prob, salt_prob, xp)
         out = np.array(sample)
         np.copyto(out, pepper, where=u < noise_prob)
         np.copyto(out, salt, where=u < salt_prob)
         return out
 
 
+def _replace(
+    sample: Any, u: np.ndarray, pepper: Any, salt: Any, noise_prob: Any, salt_prob: Any, xp: Any
+) -> Any:
+    """Salt and pepper on the device: ``u`` (the host's draws, of a shape that broadcasts over
+    ``sample``) moved there, pepper where ``u < noise_prob``, then salt where ``u < salt_prob``
+    (the CPU's order). The values are 0-d device arrays of the input type, so ``where`` keeps
+    the type."""
+    draws = xp.asarray(u)
+    out = sample
+    for value, p in ((pepper, noise_prob), (salt, salt_prob)):
+        out = xp.where(draws < p, xp.asarray(np.asarray(value, sample.dtype)), out)
+    return out
+
+
 class ShotNoise(NoiseOperator):
     what = "shot"
 
     def cpu(self, sample: Any, *, factor: float, rng: np.random.Generator, **_: Any) -> Any:
+        return self._shot(sample, factor, rng, np)
+
+    def gpu(self, sample: Any, *, factor: float, rng: np.random.Generator, **_: Any) -> Any:
+        """The Poisson means on the device, drawn from on the host (as on the CPU), the counts
+        scaled and converted on the device."""
+        return self._shot(sample, factor, rng, backend.array_module(sample))
+
+    def _shot(self, sample: Any, factor: float, rng: np.random.Generator, xp: Any) -> Any:
         with np.errstate(all="ignore"):
             factor32 = np.float32(factor)
             if factor32 == 0:
                 # DALI 2.4: the identity draw, multiplied by the factor (module docstring).
-                return np.zeros_like(sample)
+                return xp.zeros_like(sample)
             inv = np.float32(1) / factor32
             flat = sample.reshape(-1)  # 1-D: NumPy keeps arrays arrays (0-D samples too)
-            lam = np.fmax(np.float32(0), flat.astype(np.float32) * inv)  # NaN: 0
+            lam = xp.fmax(np.float32(0), flat.astype(np.float32) * inv)  # NaN: 0
             top = float(lam.max()) if lam.size else 0.0
             if not top <= _MAX_LAMBDA:
                 raise ValueError(
                     f"noise.shot: factor={factor} makes Poisson means up to {top:.3g} (the "
                     f"input divided by the factor); they must stay below {_MAX_LAMBDA:g}"
                 )
-            counts = np.asarray(_fast(rng).poisson(lam), dtype=np.float32)
+            counts = np.asarray(_fast(rng).poisson(backend.to_cpu(lam)), dtype=np.float32)
+            if xp is not np:
+                counts = xp.asarray(counts)
+                counts *= factor32
+                return convert_sat(counts, sample.dtype, xp).reshape(sample.shape)
             counts *= factor32
             finite = bool(np.isfinite(factor32))
             return _convert(counts, sample.dtype, finite).reshape(sample.shape)
@@ -252,6 +318,7 @@ register(
         name="noise.gaussian",
         class_name="noise.Gaussian",
         impl=GaussianNoise,
+        devices=("cpu", "gpu"),
         accepts=[COLOR_IMAGE],
         output_kinds=keeps_kind,
         doc=(
@@ -272,6 +339,7 @@ register(
         name="noise.salt_and_pepper",
         class_name="noise.SaltAndPepper",
         impl=SaltAndPepperNoise,
+        devices=("cpu", "gpu"),
         accepts=[COLOR_IMAGE],
         output_kinds=keeps_kind,
         doc=(
@@ -325,6 +393,7 @@ register(
         name="noise.shot",
         class_name="noise.Shot",
         impl=ShotNoise,
+        devices=("cpu", "gpu"),
         accepts=[COLOR_IMAGE],
         output_kinds=keeps_kind,
         doc=(

@@ -33,6 +33,20 @@ scalar or per-channel (last axis, up to 4) mean and stddev, every output value d
 the level and the channel: one ``cv2.LUT`` pass with a 256-entry table made by the very same
 float32 operations (bit-identical to the element-wise path). Other cases are element-wise
 float32 NumPy.
+
+GPU (``device="gpu"``): ``Normalize.gpu`` (and ``gpu_batch`` for ``batch=True``) is the same
+kernel on the sample's array module (``backend.array_module``: CuPy), without OpenCV: given
+mean/stddev (numbers, or per-sample tensors, which reach the kernel on the host) are moved with
+``xp.asarray`` and applied with the CPU's float32 ufunc sequence and ``convert_sat``, equal to
+the CPU's (and its LUT path) bit for bit. Computed statistics are DALI's float32 sums, not the
+CPU's float64 ones: the reduced axes are moved innermost (``xp.moveaxis``, one contiguous
+float32 copy) and summed with ``xp.sum(axis=-1)`` (pairwise in NumPy, a block tree in CuPy),
+``mean = sum / float32(N)`` (divided, not multiplied by a rounded 1/N: the mean is the
+statistic whose error shifts a whole sample), then the float32 sum of squares about that
+mean. They stay on the device (``xp.where``/``xp.sqrt`` for ``inv``); results differ from the
+CPU's within the largest difference the CPU itself has to DALI (2e-6) and twice its mean one
+(GPU to CPU <= GPU to DALI + DALI to CPU; tests/dali_parity/cases_color_convert.py,
+tests/operators/test_gpu_more.py).
 """
 
 from __future__ import annotations
@@ -201,8 +215,11 @@ def _inv_given(stddev: Any, epsilon: float, scale: float) -> Any:
         return scale32 / s
 
 
-def _inv_computed(sum_sq: Any, count: int, ddof: int, epsilon: float, scale: float) -> Any:
-    """DALI's ``inv`` of a computed stddev from the sums of squares (float32; 0 kept)."""
+def _inv_computed(
+    sum_sq: Any, count: int, ddof: int, epsilon: float, scale: float, xp: Any = np
+) -> Any:
+    """DALI's ``inv`` of a computed stddev from the sums of squares (float32; 0 kept), on
+    ``xp``, the array module of ``sum_sq``."""
     eps = np.float32(epsilon)
     scale32 = np.float32(scale)
     if count > ddof:
@@ -211,12 +228,12 @@ def _inv_computed(sum_sq: Any, count: int, ddof: int, epsilon: float, scale: flo
         rdiv, scale32 = np.float32(1), np.float32(0)
     else:
         rdiv = np.float32(0)
-    var = np.asarray(sum_sq, np.float32) * rdiv
+    var = xp.asarray(sum_sq, np.float32) * rdiv
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         if epsilon:
-            return (scale32 / np.sqrt(var + eps)).astype(np.float32)
-        safe = np.where(var == 0, np.float32(1), var)
-        return np.where(var == 0, np.float32(0), scale32 / np.sqrt(safe)).astype(np.float32)
+            return (scale32 / xp.sqrt(var + eps)).astype(np.float32)
+        safe = xp.where(var == 0, np.float32(1), var)
+        return xp.where(var == 0, np.float32(0), scale32 / xp.sqrt(safe)).astype(np.float32)
 
 
 def _as_float32(sample: np.ndarray) -> np.ndarray:
@@ -224,6 +241,16 @@ def _as_float32(sample: np.ndarray) -> np.ndarray:
         return sample
     with np.errstate(over="ignore", invalid="ignore"):
         return sample.astype(np.float32)
+
+
+def _flat(x: Any, axes: tuple[int, ...], xp: Any) -> Any:
+    """``x`` in float32 with the reduced ``axes`` moved innermost and flattened into one, in a
+    contiguous copy (the kept axes first, in order): float32 sums along the last axis are
+    pairwise in NumPy and a block tree in CuPy."""
+    inner = tuple(range(x.ndim - len(axes), x.ndim))
+    moved = xp.moveaxis(_as_float32(x), axes, inner) if axes else _as_float32(x)
+    kept = tuple(n for i, n in enumerate(x.shape) if i not in axes)
+    return xp.ascontiguousarray(moved).reshape((*kept, -1))
 
 
 class Normalize(SampleOperator):
@@ -292,21 +319,78 @@ class Normalize(SampleOperator):
                 sq = np.sum(d * d, axis=axes, keepdims=True)
         return np.asarray(m32, np.float32), sq, count
 
+    @staticmethod
+    def float_sums(
+        x: Any, axes: tuple[int, ...], mean: Any, need_sq: bool, xp: Any
+    ) -> tuple[Any, Any, int]:
+        """``stats`` as DALI defines them, in float32 (the GPU kernel's): ``(mean, sum of
+        squares about it or None, count)``, on ``xp``, of the kept shape."""
+        count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64)) if axes else 1
+        kept = _kept_shape(x.shape, axes)
+        flat = _flat(x, axes, xp)
+        if mean is None:
+            if count:
+                m32 = xp.sum(flat, axis=-1, dtype=np.float32) / np.float32(count)
+                m32 = m32.astype(np.float32).reshape(kept)
+            else:
+                m32 = xp.zeros(kept, np.float32)
+        else:
+            m32 = xp.broadcast_to(xp.asarray(mean, np.float32), kept)
+        sq = None
+        if need_sq:
+            d = flat - m32.reshape((*flat.shape[:-1], 1))
+            sq = xp.sum(d * d, axis=-1, dtype=np.float32).reshape(kept)
+        return xp.asarray(m32, np.float32), sq, count
+
+    def _batch_float_sums(
+        self,
+        samples: Sequence[Any],
+        axes: tuple[int, ...],
+        mean: float | None,
+        need_sq: bool,
+        count: int,
+        xp: Any,
+    ) -> tuple[Any, Any]:
+        """``batch=True``'s mean and sum of squares about it, in float32: each sample's
+        float32 sums (``_flat``), added in float32."""
+        kept = _kept_shape(samples[0].shape, axes)
+        flats = [_flat(s, axes, xp) for s in samples]
+        if mean is None:
+            total = xp.zeros(flats[0].shape[:-1], np.float32)
+            for f in flats:
+                total += xp.sum(f, axis=-1, dtype=np.float32)
+            m = (total / np.float32(count)) if count else total
+            m = m.astype(np.float32).reshape(kept)
+        else:
+            m = xp.full(kept, mean, np.float32)
+        sq = None
+        if need_sq:
+            sq = xp.zeros(flats[0].shape[:-1], np.float32)
+            centre = m.reshape((*flats[0].shape[:-1], 1))
+            for f in flats:
+                d = f - centre
+                sq += xp.sum(d * d, axis=-1, dtype=np.float32)
+            sq = sq.reshape(kept)
+        return m, sq
+
     # --- the kernel ---------------------------------------------------------------------------
 
-    def apply(self, x: np.ndarray, mean: Any, inv: Any, shift: float, dtype: Any) -> np.ndarray:
+    def apply(
+        self, x: np.ndarray, mean: Any, inv: Any, shift: float, dtype: Any, xp: Any = np
+    ) -> np.ndarray:
         out_dtype = np.dtype(np.float32 if dtype is None else dtype.numpy)
         with np.errstate(over="ignore", invalid="ignore"):
-            fast = self._uint8_table(x, mean, inv, shift, out_dtype)
-            if fast is not None:
-                return fast
-            return convert_sat(self._affine(_as_float32(x), mean, inv, shift), out_dtype)
+            if xp is np:
+                fast = self._uint8_table(x, mean, inv, shift, out_dtype)
+                if fast is not None:
+                    return fast
+            return convert_sat(self._affine(_as_float32(x), mean, inv, shift, xp), out_dtype, xp)
 
     @staticmethod
-    def _affine(values: np.ndarray, mean: Any, inv: Any, shift: float) -> np.ndarray:
+    def _affine(values: np.ndarray, mean: Any, inv: Any, shift: float, xp: Any = np) -> Any:
         """``(values - mean) * inv + shift`` in float32, in this order (DALI's)."""
-        values = values - np.asarray(mean, np.float32)
-        values *= np.asarray(inv, np.float32)
+        values = values - xp.asarray(mean, np.float32)
+        values *= xp.asarray(inv, np.float32)
         if shift:
             values += np.float32(shift)
         return values
@@ -346,9 +430,20 @@ class Normalize(SampleOperator):
         self.cv2.LUT(src, lut, dst=out.reshape(src.shape))
         return out
 
-    def cpu(
+    def cpu(self, sample: Any, **args: Any) -> Any:
+        # float32 throughout, as DALI: values beyond its range become inf, silently.
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return self._normalize(np.asarray(sample), np, **args)
+
+    def gpu(self, sample: Any, **args: Any) -> Any:
+        """The CPU kernel on ``sample``'s array module (CuPy), with float32 statistics."""
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return self._normalize(sample, backend.array_module(sample), **args)
+
+    def _normalize(
         self,
-        sample: Any,
+        sample: np.ndarray,
+        xp: Any,
         *,
         layout: str,
         mean: Any,
@@ -361,42 +456,12 @@ class Normalize(SampleOperator):
         shift: float,
         dtype: Any,
         **_: Any,
-    ) -> Any:
-        # float32 throughout, as DALI: values beyond its range become inf, silently.
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            return self._normalize(
-                np.asarray(sample),
-                layout,
-                mean,
-                stddev,
-                axes,
-                axis_names,
-                ddof,
-                epsilon,
-                scale,
-                shift,
-                dtype,
-            )
-
-    def _normalize(
-        self,
-        sample: np.ndarray,
-        layout: str,
-        mean: Any,
-        stddev: Any,
-        axes: Sequence[int] | None,
-        axis_names: str | None,
-        ddof: int,
-        epsilon: float,
-        scale: float,
-        shift: float,
-        dtype: Any,
     ) -> np.ndarray:
         axes_ = reduced_axes(sample.shape, layout, axes, axis_names, (mean, stddev))
         _check_param("mean", mean, sample.shape, axes_)
         _check_param("stddev", stddev, sample.shape, axes_)
         if sample.size == 0:
-            return np.zeros(sample.shape, dtype.numpy)
+            return xp.zeros(sample.shape, dtype.numpy)
         if stddev is not None:
             if not isinstance(stddev, np.ndarray) and stddev == 0 and not epsilon:
                 raise ValueError(
@@ -406,11 +471,16 @@ class Normalize(SampleOperator):
             inv = _inv_given(stddev, epsilon, scale)
             m = mean
             if m is None:
-                m, _, _ = self.stats(sample, axes_, None, need_sq=False)
+                m, _, _ = self._stats(sample, axes_, None, False, xp)
         else:
-            m, sq, count = self.stats(sample, axes_, mean, need_sq=True)
-            inv = _inv_computed(sq, count, ddof, epsilon, scale)
-        return self.apply(sample, m, inv, shift, dtype)
+            m, sq, count = self._stats(sample, axes_, mean, True, xp)
+            inv = _inv_computed(sq, count, ddof, epsilon, scale, xp)
+        return self.apply(sample, m, inv, shift, dtype, xp)
+
+    def _stats(self, x: Any, axes: tuple[int, ...], mean: Any, need_sq: bool, xp: Any) -> Any:
+        if xp is np:
+            return self.stats(x, axes, mean, need_sq)
+        return self.float_sums(x, axes, mean, need_sq, xp)
 
     def cpu_batch(
         self, ctx: Any, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
@@ -420,12 +490,24 @@ class Normalize(SampleOperator):
         if not self.args["batch"]:
             return None
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            return [self._run_batch(ctx, inputs[0])]
+            return [self._run_batch(ctx, inputs[0], np)]
 
-    def _run_batch(self, ctx: Any, batch: TensorList) -> TensorList:
-        """``batch=True``: one mean and stddev, over the reduced axes of all samples."""
+    def gpu_batch(
+        self, ctx: Any, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList] | None:
+        """``cpu_batch`` on the samples' array module (CuPy), with float32 statistics."""
+        if not self.args["batch"]:
+            return None
+        samples = inputs[0]._samples
+        xp = backend.array_module(samples[0]) if samples else np
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return [self._run_batch(ctx, inputs[0], xp)]
+
+    def _run_batch(self, ctx: Any, batch: TensorList, xp: Any) -> TensorList:
+        """``batch=True``: one mean and stddev, over the reduced axes of all samples (float64
+        sums on the CPU, float32 ones elsewhere: ``float_sums``)."""
         a = self.args
-        samples = [np.asarray(s) for s in batch._samples]
+        samples = [np.asarray(s) if xp is np else s for s in batch._samples]
         layout = batch.layout()
         if not samples:
             return TensorList([], layout, batch._source_info, dtype=a["dtype"].numpy)
@@ -446,27 +528,31 @@ class Normalize(SampleOperator):
             )
         count = sum(int(np.prod([s.shape[k] for k in axes], dtype=np.int64)) for s in samples)
         mean, stddev = a["mean"], a["stddev"]
+        if stddev is not None and stddev == 0 and not a["epsilon"]:
+            raise ValueError(
+                "stddev=0 with epsilon=0 divides by zero (DALI gives inf/NaN); give a "
+                "nonzero stddev or an epsilon"
+            )
         with np.errstate(over="ignore", invalid="ignore"):
-            if mean is None:
+            if xp is not np:
+                m, sq = self._batch_float_sums(samples, axes, mean, stddev is None, count, xp)
+            elif mean is None:
                 total = sum(np.sum(s, axis=axes, dtype=np.float64, keepdims=True) for s in samples)
                 m = (total / count).astype(np.float32) if count else np.zeros(kept.pop())
             else:
                 m = np.float32(mean)
             if stddev is not None:
-                if stddev == 0 and not a["epsilon"]:
-                    raise ValueError(
-                        "stddev=0 with epsilon=0 divides by zero (DALI gives inf/NaN); give a "
-                        "nonzero stddev or an epsilon"
-                    )
                 inv = _inv_given(stddev, a["epsilon"], a["scale"])
             else:
-                sq = sum(
-                    np.sum(np.square(s.astype(np.float64) - m), axis=axes, keepdims=True)
-                    for s in samples
-                )
-                inv = _inv_computed(sq, count, a["ddof"], a["epsilon"], a["scale"])
+                if xp is np:
+                    sq = sum(
+                        np.sum(np.square(s.astype(np.float64) - m), axis=axes, keepdims=True)
+                        for s in samples
+                    )
+                inv = _inv_computed(sq, count, a["ddof"], a["epsilon"], a["scale"], xp)
         outs = ctx.map(
-            lambda i: finish(self.apply(samples[i], m, inv, a["shift"], a["dtype"])), len(samples)
+            lambda i: finish(self.apply(samples[i], m, inv, a["shift"], a["dtype"], xp)),
+            len(samples),
         )
         return TensorList(outs, layout, batch._source_info, dtype=a["dtype"].numpy)
 
@@ -479,6 +565,7 @@ register(
         accepts=None,
         output_kinds=keeps_kind,
         validate=_validate,
+        devices=("cpu", "gpu"),
         doc=(
             "Normalizes the input: ``out = scale * (in - mean) / stddev + shift``. mean and "
             "stddev are given (a number, or per sample a tensor of the input's rank with "

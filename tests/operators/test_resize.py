@@ -10,7 +10,8 @@ import pytest
 from PIL import Image
 
 from augkit import OperatorError, Pipeline, fn, types
-from augkit.errors import ArgumentError
+from augkit import backend as devices
+from augkit.errors import ArgumentError, DeviceError
 from augkit.operators.geometric import resize_torch, warp
 from tests.operator_check import check_operator, run_operator
 
@@ -486,9 +487,16 @@ def test_no_size_given():
         run_operator("resize", [[np.zeros((8, 8, 3), np.uint8)]], layout="HWC")
 
 
-def test_gpu_is_not_supported():
-    pipe = Pipeline(batch_size=1, num_threads=1, device_id=None)
+def test_gpu_runs_where_there_is_one_or_says_why_not():
+    # the GPU kernel itself: tests/operators/test_gpu_geometric.py
+    reason = devices.gpu_unavailable_reason()
+    pipe = Pipeline(batch_size=1, num_threads=1, device_id=0)
     with pipe:
-        images = fn.external_source(source=lambda: [np.zeros((4, 4, 3), np.uint8)])
-        with pytest.raises(ArgumentError, match="augkit has Resize for device 'cpu'"):
-            fn.resize(images, resize_x=2, device="gpu")
+        images = fn.external_source(source=lambda: [np.zeros((4, 4, 3), np.uint8)], layout="HWC")
+        pipe.set_outputs(fn.resize(images, resize_x=2, device="gpu"))
+    if reason is not None:
+        with pytest.raises(DeviceError, match=r"Resize_\d+ \(device='gpu'\) needs a GPU, but"):
+            pipe.build()
+        return
+    (out,) = pipe.run()
+    assert out.device == "gpu"

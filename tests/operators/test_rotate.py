@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from augkit import OperatorError, Pipeline, fn, types
-from augkit.errors import ArgumentError, GraphError
+from augkit import OperatorError, Pipeline, backend, fn, types
+from augkit.errors import ArgumentError, DeviceError, GraphError
 from tests.operator_check import check_operator, run_operator
 
 # Per-sample angles; within (-45, 45) the canvas keeps the parity of the input's sides, so the
@@ -326,9 +326,16 @@ def test_invalid_arguments(args, message):
         fn.rotate(**{"angle": 10, **args})
 
 
-def test_gpu_is_not_supported():
-    pipe = Pipeline(batch_size=1, num_threads=1, device_id=None)
+def test_gpu_runs_where_there_is_one_or_says_why_not():
+    # the GPU kernel itself: tests/operators/test_gpu_geometric.py
+    reason = backend.gpu_unavailable_reason()
+    pipe = Pipeline(batch_size=1, num_threads=1, device_id=0)
     with pipe:
-        images = fn.external_source(source=lambda: [np.zeros((4, 4, 3), np.uint8)])
-        with pytest.raises(ArgumentError, match="augkit has Rotate for device 'cpu'"):
-            fn.rotate(images, angle=3, device="gpu")
+        images = fn.external_source(source=lambda: [np.zeros((4, 4, 3), np.uint8)], layout="HWC")
+        pipe.set_outputs(fn.rotate(images, angle=3, device="gpu"))
+    if reason is not None:
+        with pytest.raises(DeviceError, match=r"Rotate_\d+ \(device='gpu'\) needs a GPU, but"):
+            pipe.build()
+        return
+    (out,) = pipe.run()
+    assert out.device == "gpu"

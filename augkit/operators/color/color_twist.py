@@ -36,6 +36,13 @@ Measured on a 320x320 uint8 RGB image, one thread: about 0.5 ms per image, 2.5x 
 2.4's CPU kernel (a scalar loop) per chained operator. ``cv2.transform`` would be about 2.5x
 faster still, but sums in another order and with FMA (about one uint8 value in 10**6 off by one
 level, float outputs off in the last bits), so it is not used.
+
+GPU (``device="gpu"``): ``ColorTwist.gpu`` runs ``twist`` on CuPy arrays without OpenCV (the
+xp-generic path: ``xp.multiply(..., out=)``, in-place ``+=``, ``astype``, ``stack`` and
+``convert_sat``). The matrix and offset are computed on the host, as on the CPU, and enter the
+ufuncs as NumPy float32 scalars. Each ufunc call is one float32 operation per element (no fused
+multiply-add can form across calls), so the GPU's values equal the CPU's bit for bit, rounding
+included (``convert_sat``: halves away from zero, not DALI's GPU rounding to even).
 """
 
 from __future__ import annotations
@@ -160,19 +167,19 @@ _CV_DTYPES = frozenset(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.in
 _CV_DTYPES |= {np.dtype(np.float32), np.dtype(np.float64)}
 
 
-def _split(pixels: np.ndarray, cv2: Any) -> list[np.ndarray]:
+def _split(pixels: Any, cv2: Any, xp: Any = np) -> list[Any]:
     """The channels of ``pixels`` (N x C) as contiguous planes."""
     channels = pixels.shape[1]
     if cv2 is not None and pixels.dtype in _CV_DTYPES:
         whole = np.ascontiguousarray(pixels).reshape(-1, 1, channels)
         return [p.reshape(-1) for p in cv2.split(whole)]
-    return [np.ascontiguousarray(pixels[:, j]) for j in range(channels)]
+    return [xp.ascontiguousarray(pixels[:, j]) for j in range(channels)]
 
 
-def _merge(planes: list[np.ndarray], cv2: Any) -> np.ndarray:
+def _merge(planes: list[Any], cv2: Any, xp: Any = np) -> Any:
     if cv2 is not None and planes[0].dtype in _CV_DTYPES:
         return cv2.merge(planes).reshape(-1, len(planes))
-    return np.stack(planes, axis=-1)
+    return xp.stack(planes, axis=-1)
 
 
 def _to_uint8(values: np.ndarray, has_nan: bool) -> np.ndarray:
@@ -189,39 +196,48 @@ def _to_uint8(values: np.ndarray, has_nan: bool) -> np.ndarray:
 
 
 def twist(
-    sample: np.ndarray, matrix: np.ndarray, offset: np.float32, out_dtype: Any, cv2: Any = None
-) -> np.ndarray:
+    sample: Any,
+    matrix: np.ndarray,
+    offset: np.float32,
+    out_dtype: Any,
+    cv2: Any = None,
+    xp: Any = np,
+) -> Any:
     """``convert_sat(matrix @ pixel + offset)`` for every pixel of a channel-last RGB
     ``sample``, in DALI's float32 order of operations, plane by plane (``cv2``: OpenCV, to
     split and merge the planes; NumPy does it without). Channels after the third (alpha) are
-    only converted to ``out_dtype``."""
+    only converted to ``out_dtype``.
+
+    ``xp`` is the array module of ``sample`` (NumPy, or CuPy on the GPU, where ``cv2`` is
+    None): the same ufunc calls, one float32 operation each, so the values do not depend on it.
+    ``matrix`` and ``offset`` stay on the host (NumPy float32 scalars as ufunc operands)."""
     out_dtype = np.dtype(out_dtype)
     pixels = sample.reshape(-1, sample.shape[-1])
     n = pixels.shape[0]
     if n == 0:
-        return np.empty(sample.shape, out_dtype)
-    planes = _split(pixels, cv2)
+        return xp.empty(sample.shape, out_dtype)
+    planes = _split(pixels, cv2, xp)
     has_nan = sample.dtype.kind == "f"
-    acc = np.empty(n, F32)
-    tmp = np.empty(n, F32)
+    acc = xp.empty(n, F32)
+    tmp = xp.empty(n, F32)
     results = []
     with np.errstate(over="ignore", invalid="ignore"):
         # float32(in), as DALI converts each input value to float first: once per plane (each
         # is used three times).
         rgb = [p.astype(F32, copy=False) for p in planes[:3]]
         for i in range(3):
-            np.multiply(rgb[0], matrix[i, 0], out=acc)
-            np.multiply(rgb[1], matrix[i, 1], out=tmp)
+            xp.multiply(rgb[0], matrix[i, 0], out=acc)
+            xp.multiply(rgb[1], matrix[i, 1], out=tmp)
             acc += tmp
-            np.multiply(rgb[2], matrix[i, 2], out=tmp)
+            xp.multiply(rgb[2], matrix[i, 2], out=tmp)
             acc += tmp
             acc += offset
-            if out_dtype == np.uint8:
+            if out_dtype == np.uint8 and cv2 is not None:
                 results.append(_to_uint8(acc, has_nan))
             else:
-                results.append(np.array(convert_sat(acc, out_dtype, np), copy=True))
-        results += [convert_sat(extra, out_dtype, np) for extra in planes[3:]]
-    return _merge(results, cv2).reshape(sample.shape)
+                results.append(xp.array(convert_sat(acc, out_dtype, xp), copy=True))
+        results += [convert_sat(extra, out_dtype, xp) for extra in planes[3:]]
+    return _merge(results, cv2, xp).reshape(sample.shape)
 
 
 @described("an integer or floating-point type: types.UINT8, types.FLOAT, ...")
@@ -252,9 +268,19 @@ class ColorTwist(SampleOperator):
                 f"FHWC or DHWC: 3 or 4 dimensions), got a sample of shape {tuple(sample.shape)}"
             )
 
-    def cpu(
-        self,
+    def cpu(self, sample: Any, **args: Any) -> Any:
+        return self._twist(sample, self.cv2, np, **args)
+
+    def gpu(self, sample: Any, **args: Any) -> Any:
+        """The CPU kernel's arithmetic on ``sample``'s array module (CuPy on the GPU), without
+        OpenCV: the host computes the matrix and offset, ``twist`` applies them."""
+        return self._twist(sample, None, backend.array_module(sample), **args)
+
+    @staticmethod
+    def _twist(
         sample: Any,
+        cv2: Any,
+        xp: Any,
         *,
         hue: float = 0.0,
         saturation: float = 1.0,
@@ -267,7 +293,7 @@ class ColorTwist(SampleOperator):
         out_dtype = np.dtype(sample.dtype if dtype is None else dtype.numpy)
         matrix = color_matrix(hue, saturation, value, brightness, contrast)
         offset = color_offset(sample.dtype, contrast, brightness)
-        return twist(sample, matrix, offset, out_dtype, self.cv2)
+        return twist(sample, matrix, offset, out_dtype, cv2, xp)
 
 
 def _dtype_arg(default: Any) -> Arg:
@@ -292,7 +318,8 @@ _COMMON = (
     "numbers equal DALI 2.4's CPU results bit for bit. Takes channel-last RGB images (HWC, "
     "FHWC, DHWC; channels after the third, such as alpha, are kept) of any numeric type "
     "(DALI: uint8, int16, int32, float, float16). Arguments may be per sample "
-    "(e.g. ``hue=fn.random.uniform(range=(-30, 30))``)."
+    "(e.g. ``hue=fn.random.uniform(range=(-30, 30))``). On the GPU the results equal the CPU's "
+    "(halves rounded away from zero, as on DALI's CPU)."
 )
 
 
@@ -304,7 +331,7 @@ def _register(name: str, class_name: str, doc: str, args: list[Arg]) -> None:
             impl=ColorTwist,
             accepts=[COLOR_IMAGE],
             output_kinds=keeps_kind,
-            devices=("cpu",),
+            devices=("cpu", "gpu"),
             doc=f"{doc} {_COMMON}",
             args=args,
         )

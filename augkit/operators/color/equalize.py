@@ -32,6 +32,18 @@ DALI facts (checked pixel for pixel against DALI 2.4's CPU outputs):
   1.02-1.18x after (DALI runs the same OpenCV functions: expect about 1x).
 - Differences from DALI: tiles_x/tiles_y must be in 1..256 (DALI's CPU operator crashes on 0;
   more tiles than that would only allocate tables for tiles of less than a pixel).
+
+GPU (``device="gpu"``): ``equalize`` has a GPU kernel (DALI 2.4 has it on the CPU and the GPU);
+``clahe`` has none (DALI's is on the CPU only). ``Equalize.gpu`` is ``equalizeHist``'s
+function written against the sample's array module (NumPy or CuPy), every plane of the
+sample at once, no Python loop over planes: each value offset by ``256 * plane`` (the plane
+numbers are a small host array moved with ``xp.asarray``), one ``xp.bincount`` for all the
+histograms, ``xp.cumsum`` along the bins, and OpenCV's table per plane, ``lut[v] =
+saturate_cast<uchar>(float32(cdf(v) - cdf(v_min)) * (255.f / float32(N - cdf(v_min))))``
+(round half to even: ``xp.rint``), the identity for a constant plane, applied with one
+``take``. The tables are computed on the device (no copy of the histograms to the host). Equal
+to the CPU kernel, value for value (planes of up to 2**24 pixels, where float32 holds the
+counts exactly, as in OpenCV).
 """
 
 from __future__ import annotations
@@ -179,6 +191,40 @@ class Equalize(_Planes):
             return out_given
         return np.ascontiguousarray(result)
 
+    def gpu(self, sample: Any, *, layout: str, out: Any = None, **_: Any) -> Any:
+        """``equalizeHist`` of every plane on ``sample``'s array module (CuPy on the GPU):
+        one ``bincount``, ``cumsum`` and ``take`` for all planes (see the module docstring)."""
+        if not layout:
+            layout = {2: "HW", 3: "HWC"}[sample.ndim]
+        xp = backend.array_module(sample)
+        if sample.size == 0:
+            return sample.copy()
+        if layout.endswith("HWC"):  # (frames, pixels, channels): the planes are the channels
+            h, w, c = sample.shape[-3:]
+            values = sample.reshape(-1, h * w, c)
+        else:  # (planes, pixels, 1)
+            h, w = sample.shape[-2:]
+            values = sample.reshape(-1, h * w, 1)
+        frames, pixels, channels = values.shape
+        planes = frames * channels
+        plane = np.arange(planes, dtype=np.int64).reshape(frames, 1, channels) * 256
+        index = values.astype(np.int64) + xp.asarray(plane)
+        hist = xp.bincount(index.reshape(-1), minlength=256 * planes).reshape(planes, 256)
+        cdf = xp.cumsum(hist, axis=1)
+        # cdf(v_min): the smallest non-zero cumulative count (the counts before v_min are 0).
+        first = xp.where(cdf > 0, cdf, pixels + 1).min(axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = 255.0 / (pixels - first).astype(np.float32)  # float32, as OpenCV's
+            lut = xp.rint((cdf - first).astype(np.float32) * scale)
+        lut = xp.clip(lut, 0, 255)
+        identity = xp.asarray(np.arange(256, dtype=np.float32))[None, :]
+        lut = xp.where(first == pixels, identity, lut).astype(np.uint8)  # a constant plane
+        result = lut.reshape(-1).take(index).reshape(sample.shape)
+        if out is not None:
+            out[...] = result
+            return out
+        return result
+
 
 register(
     OperatorSchema(
@@ -187,6 +233,7 @@ register(
         impl=Equalize,
         accepts=[COLOR_IMAGE],
         output_kinds=keeps_kind,
+        devices=("cpu", "gpu"),
         doc=(
             "Histogram equalization of each channel (and each frame) of uint8 images, as "
             "OpenCV's equalizeHist: the cumulative histogram, from the smallest value present, "

@@ -36,11 +36,26 @@ filter being one row, a scalar a 1x1 filter, an (r, s, 1) array an r x s filter;
 of any real type (converted to the input type with ConvertSat; DALI demands the input's type);
 a 3-D input without a layout is taken as HWC (DALI takes it as a volume, which its CPU operator
 refuses).
+
+GPU (``device="gpu"``; DALI has ``fn.filter`` on the CPU and the GPU): ``Filter.gpu`` computes
+the CPU kernel's function by its definition, on the array module of the sample
+(``backend.array_module``: NumPy or CuPy), without OpenCV: the planes in the working type
+(float32; float64 for float64 images), the border as one ``xp.take`` per axis with indices made
+on the host (``morphology.border_take``; "constant": ``xp.pad`` with the fill value converted
+as on the CPU), then one multiply-add of a shifted slice per non-zero filter tap (OpenCV skips
+zero taps too), in row-major tap order. The filter and the fill value are per-sample host
+values (``backend.to_cpu``: a GPU pipeline moves every input to the device). Integer outputs
+are rounded as OpenCV rounds (half to even, ``xp.rint``), then saturated. OpenCV sums in
+another order (and through a DFT for filters of 130 taps or more), so the GPU result differs
+from the CPU's in the float32 rounding: a level of an integer output where a sum lands next to
+a half, float outputs by a few float32 ulps of the values (tests/operators/
+test_gpu_distortions.py holds the bounds).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,6 +65,7 @@ from augkit.errors import AugkitError
 from augkit.operators.base import RunContext, dense_batch
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.filters import kernels
+from augkit.operators.filters.morphology import border_take
 from augkit.operators.registry import (
     Arg,
     InputSpec,
@@ -99,6 +115,95 @@ def resolve_anchor(anchor: tuple[int, ...], shape: tuple[int, int]) -> tuple[int
     return tuple(extent // 2 if a < 0 else a for a, extent in zip(anchor, shape, strict=True))
 
 
+# fn.filter's borders as morphology.border_take names them.
+_BORDER_MODES = {
+    "reflect_101": "reflect_101",
+    "reflect_1001": "reflect",
+    "wrap": "wrap",
+    "clamp": "replicate",
+    "constant": "constant",
+}
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What both kernels work out from a sample's arguments (host values): the float32 2-D
+    filter, its anchor (row, column), the output's type, shape and (H, W), the plane shape
+    and the fill value in the input's type."""
+
+    kernel: np.ndarray
+    anchor: tuple[int, int]
+    out_dtype: np.dtype
+    out_shape: tuple[int, ...]
+    out_hw: tuple[int, int]
+    height: int
+    width: int
+    channels: int
+    has_channels: bool
+    fill_value: float
+
+    @staticmethod
+    def of(
+        sample: Any,
+        kernel: Any,
+        fill: Any,
+        layout: str,
+        anchor: tuple[int, ...],
+        border: str,
+        mode: str,
+        dtype: types.DALIDataType | None,
+    ) -> _Plan:
+        if not layout and sample.ndim == 3:
+            layout = "HWC"  # augkit's reading of an unlabelled 3-D image (DALI refuses it)
+        leading, axes, has_channels = kernels.data_axes(NAME, layout, sample.ndim)
+        if axes != 2:
+            raise ValueError(
+                f"{NAME}: the CPU filter takes 2 spatial dimensions, got {axes}"
+                + (" (give images with channels the layout HWC or CHW)" if axes == 3 else "")
+            )
+        out_dtype = sample.dtype if dtype is None else np.dtype(dtype.numpy)
+        if out_dtype not in (sample.dtype, np.dtype(np.float32)):
+            raise ValueError(
+                f"{NAME}: dtype must be types.FLOAT or the input type "
+                f"({sample.dtype.name}), got {out_dtype.name}"
+            )
+        kernel = np.asarray(kernel, np.float32)
+        kernel = kernel.reshape((1,) * (2 - kernel.ndim) + kernel.shape[:2])
+        ay, ax = resolve_anchor(anchor, kernel.shape)
+        fh, fw = kernel.shape
+        shape = sample.shape
+        channels = shape[-1] if has_channels else 1
+        if channels > 512:
+            raise ValueError(f"{NAME}: the CPU filter takes 1 to 512 channels, got {channels}")
+        height, width = shape[leading], shape[leading + 1]
+        if mode == "valid":
+            if fh > height or fw > width:
+                raise ValueError(
+                    f'{NAME}: in "valid" mode the filter ({fh}x{fw}) must fit in the image '
+                    f"({height}x{width})"
+                )
+            out_hw = (height - fh + 1, width - fw + 1)
+        else:
+            out_hw = (height, width)
+        out_shape = (*shape[:leading], *out_hw, *shape[leading + 2 :])
+        fill_value = 0
+        if border == "constant" and fill is not None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                fill_value = convert_sat(np.asarray(fill).reshape(()), sample.dtype, np).item()
+        return _Plan(
+            kernel,
+            (ay, ax),
+            np.dtype(out_dtype),
+            out_shape,
+            out_hw,
+            height,
+            width,
+            channels,
+            has_channels,
+            fill_value,
+        )
+
+
 class Filter(kernels.FilterOperator):
     """cv2.filter2D per plane, with DALI's border handling."""
 
@@ -145,46 +250,19 @@ class Filter(kernels.FilterOperator):
         """The filtered sample; into ``out`` (a contiguous array of the output's shape and
         type) when the batch kernel gives one."""
         cv2 = self.cv2
-        if not layout and sample.ndim == 3:
-            layout = "HWC"  # augkit's reading of an unlabelled 3-D image (DALI refuses it)
-        leading, axes, has_channels = kernels.data_axes(NAME, layout, sample.ndim)
-        if axes != 2:
-            raise ValueError(
-                f"{NAME}: the CPU filter takes 2 spatial dimensions, got {axes}"
-                + (" (give images with channels the layout HWC or CHW)" if axes == 3 else "")
-            )
-        out_dtype = sample.dtype if dtype is None else np.dtype(dtype.numpy)
-        if out_dtype not in (sample.dtype, np.dtype(np.float32)):
-            raise ValueError(
-                f"{NAME}: dtype must be types.FLOAT or the input type "
-                f"({sample.dtype.name}), got {out_dtype.name}"
-            )
-        kernel = np.asarray(kernel, np.float32)
-        kernel = kernel.reshape((1,) * (2 - kernel.ndim) + kernel.shape[:2])
-        ay, ax = resolve_anchor(anchor, kernel.shape)
-        fh, fw = kernel.shape
-        shape = sample.shape
-        channels = shape[-1] if has_channels else 1
-        if channels > 512:
-            raise ValueError(f"{NAME}: the CPU filter takes 1 to 512 channels, got {channels}")
-        height, width = shape[leading], shape[leading + 1]
-        if mode == "valid":
-            if fh > height or fw > width:
-                raise ValueError(
-                    f'{NAME}: in "valid" mode the filter ({fh}x{fw}) must fit in the image '
-                    f"({height}x{width})"
-                )
-            out_hw = (height - fh + 1, width - fw + 1)
-        else:
-            out_hw = (height, width)
-        out_shape = (*shape[:leading], *out_hw, *shape[leading + 2 :])
+        plan = _Plan.of(sample, kernel, fill, layout, anchor, border, mode, dtype)
+        kernel, out_dtype, out_shape, out_hw = (
+            plan.kernel,
+            plan.out_dtype,
+            plan.out_shape,
+            plan.out_hw,
+        )
+        (ay, ax), (fh, fw) = plan.anchor, kernel.shape
+        height, width, channels = plan.height, plan.width, plan.channels
+        has_channels, fill_value = plan.has_channels, plan.fill_value
         if sample.size == 0:
             return np.empty(out_shape, out_dtype)
         ddepth = -1 if out_dtype == sample.dtype else cv2.CV_32F
-        fill_value = 0
-        if border == "constant" and fill is not None:
-            with np.errstate(over="ignore", invalid="ignore"):
-                fill_value = convert_sat(np.asarray(fill).reshape(()), sample.dtype, np).item()
         planes = sample.reshape(-1, height, width, channels)
         if out is None:
             out = np.empty(out_shape, out_dtype)
@@ -212,6 +290,55 @@ class Filter(kernels.FilterOperator):
                 res = cv2.filter2D(padded, ddepth, kernel, anchor=(ax, ay))
                 res = res[ay : ay + height, ax : ax + width]
             out[p] = res.reshape(*out_hw, channels)
+        return result
+
+    def gpu(
+        self,
+        sample: Any,
+        kernel: Any,
+        fill: Any = None,
+        *,
+        layout: str,
+        anchor: tuple[int, ...],
+        border: str,
+        mode: str,
+        dtype: types.DALIDataType | None,
+        out: Any = None,
+        **_: Any,
+    ) -> Any:
+        """The CPU kernel's correlation on ``sample``'s array module, without OpenCV: the
+        border by ``take``/``pad``, one multiply-add of a shifted slice per filter tap (see the
+        module docstring). The filter and fill value are read on the host."""
+        xp = backend.array_module(sample)
+        kernel = backend.to_cpu(kernel)
+        fill = None if fill is None else backend.to_cpu(fill)
+        plan = _Plan.of(sample, kernel, fill, layout, anchor, border, mode, dtype)
+        if sample.size == 0:
+            return xp.empty(plan.out_shape, plan.out_dtype)
+        work = kernels.working_type(sample.dtype)
+        weights = plan.kernel.astype(work)
+        (ay, ax), (fh, fw) = plan.anchor, weights.shape
+        oh, ow = plan.out_hw
+        values = sample.reshape(-1, plan.height, plan.width, plan.channels).astype(work)
+        if mode == "same":
+            code = _BORDER_MODES[border]
+            fill_value = plan.fill_value
+            values = border_take(values, 2, ax, fw - ax - 1, code, fill_value, xp)
+            values = border_take(values, 1, ay, fh - ay - 1, code, fill_value, xp)
+        result = xp.zeros((values.shape[0], oh, ow, plan.channels), work)
+        for i in range(fh):
+            for j in range(fw):
+                if weights[i, j] != 0:  # OpenCV leaves zero taps out too
+                    result += values[:, i : i + oh, j : j + ow] * weights[i, j]
+        if plan.out_dtype.kind == "f":
+            result = result.astype(plan.out_dtype)
+        else:  # OpenCV's saturate_cast: round half to even, saturate
+            info = np.iinfo(plan.out_dtype)
+            result = xp.clip(xp.rint(result), info.min, info.max).astype(plan.out_dtype)
+        result = result.reshape(plan.out_shape)
+        if out is not None:
+            out[...] = result
+            return out
         return result
 
     def cpu_batch(
@@ -253,6 +380,7 @@ register(
         name=NAME,
         class_name="Filter",
         impl=Filter,
+        devices=("cpu", "gpu"),
         min_inputs=2,
         max_inputs=3,
         accepts=[IMAGE_2D, None, None],

@@ -18,6 +18,13 @@ DALI facts (``gaussian_blur.cc``, ``gaussian_blur_params.h``; checked against DA
 
 Speed: the two innermost axes are one ``cv2.sepFilter2D`` call per plane (float32 output),
 then one rounding pass; a third axis is a NumPy loop over its window.
+
+GPU (``device="gpu"``): ``GaussianBlur.gpu`` is ``kernels.separable_xp`` on CuPy arrays (one
+``take`` for the border, one multiply-add of a shifted slice per tap, per data axis) with the
+same windows, computed on the host as the CPU computes them, and the same ``convert_sat``. The
+sums are in window order (DALI's), OpenCV's are not: float32 results differ from the CPU's in
+the last bits, and integer outputs by one level where a sum lands next to an exact half (the
+CPU's own distance to DALI: tests/dali_parity/cases_filters.py).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from augkit import types
+from augkit import backend, types
 from augkit.operators.filters import kernels
 from augkit.operators.registry import (
     Arg,
@@ -117,16 +124,26 @@ class GaussianBlur(kernels.FilterOperator):
     operator_name = NAME
     types = TYPES
 
-    def cpu(
-        self,
-        sample: np.ndarray,
+    def cpu(self, sample: np.ndarray, **args: Any) -> np.ndarray:
+        return self._blur(sample, self.cv2, np, **args)
+
+    def gpu(self, sample: Any, **args: Any) -> Any:
+        """The CPU kernel's windows and rounding, correlated without OpenCV on ``sample``'s
+        array module (CuPy on the GPU): ``kernels.separable_xp``."""
+        return self._blur(sample, None, backend.array_module(sample), **args)
+
+    @staticmethod
+    def _blur(
+        sample: Any,
+        cv2: Any,
+        xp: Any,
         *,
         layout: str,
         sigma: tuple[float, ...],
         window_size: tuple[int, ...],
         dtype: types.DALIDataType | None,
         **_: Any,
-    ) -> np.ndarray:
+    ) -> Any:
         leading, axes, has_channels = kernels.data_axes(NAME, layout, sample.ndim)
         out_dtype = sample.dtype if dtype is None else np.dtype(dtype.numpy)
         if out_dtype not in (sample.dtype, np.dtype(np.float32)):
@@ -136,9 +153,12 @@ class GaussianBlur(kernels.FilterOperator):
             )
         windows = axis_windows(sigma, window_size, axes)
         if sample.size == 0:
-            return np.empty(sample.shape, out_dtype)
-        values = kernels.separable(self.cv2, sample, windows, leading, has_channels)
-        return kernels.to_output(values, out_dtype)
+            return xp.empty(sample.shape, out_dtype)
+        if cv2 is not None:  # the CPU: OpenCV's filters (kernels.separable)
+            values = kernels.separable(cv2, sample, windows, leading, has_channels)
+        else:
+            values = kernels.separable_xp(sample, windows, leading, xp)
+        return kernels.to_output(values, out_dtype, xp)
 
 
 register(
@@ -148,6 +168,7 @@ register(
         impl=GaussianBlur,
         accepts=[kernels.IMAGE_OR_VOLUME],
         output_kinds=keeps_kind,
+        devices=("cpu", "gpu"),
         doc=(
             "Blurs with a Gaussian window, separably along each data axis (H and W of an "
             "image; D too for a volume), as DALI's ``fn.gaussian_blur``. Give ``sigma`` "
@@ -157,7 +178,8 @@ register(
             "trailing C) and leading C/F axes are not blurred across; an input without a layout "
             "has no channels, so all its axes are blurred. Sums in float32; ``dtype`` is the "
             "input type (default) or FLOAT, converted with rounding half away from zero and "
-            "saturation."
+            "saturation. On the GPU the sums are in DALI's order, so integer outputs can differ "
+            "from the CPU's (OpenCV's order) by one level where a value lands next to a half."
         ),
         args=[
             Arg(

@@ -21,6 +21,11 @@ OpenCV's ``sepFilter2D`` does the two innermost axes (row pass, then column pass
 its border rule ``BORDER_REFLECT_101`` is DALI's. It sums symmetric windows in another order
 than DALI's loop, so float32 results can differ in the last bit, and an integer output by one
 level where a value lands next to an exact half.
+
+The GPU kernels (``separable_xp``, ``correlate_axis``, ``to_output`` with ``xp``) are written
+once against the array module (NumPy or CuPy): the reflect-101 border is one ``xp.take`` with
+indices computed on the host, each tap a multiply-add of a shifted slice, summed in window
+order (DALI's); the windows stay on the host.
 """
 
 from __future__ import annotations
@@ -130,16 +135,35 @@ def _reflect101(index: np.ndarray, size: int) -> np.ndarray:
     return np.where(index < size, index, period - index)
 
 
-def _correlate_axis(x: np.ndarray, window: np.ndarray, axis: int) -> np.ndarray:
-    """Correlation along ``axis`` (reflect 101), summed in window order as DALI sums."""
+def correlate_axis(x: Any, window: np.ndarray, axis: int, xp: Any = np) -> Any:
+    """Correlation of ``x`` (an array of ``xp``: NumPy or CuPy) along ``axis`` with ``window``
+    (a host array of x's float type), reflect-101 borders, summed in window order as DALI
+    sums: the border is one gather (``xp.take`` with reflected indices computed on the host,
+    so any window reflects as many times as it needs), then one multiply-add of a shifted
+    slice per tap."""
     size = x.shape[axis]
     radius = (len(window) - 1) // 2
-    out = np.zeros(x.shape, x.dtype)
-    positions = np.arange(size)
+    taps = _reflect101(np.arange(-radius, size + radius), size)
+    padded = xp.take(x, xp.asarray(taps), axis=axis)
+    out = xp.zeros(x.shape, x.dtype)
+    index = [slice(None)] * x.ndim
     for k, weight in enumerate(window):
-        taps = _reflect101(positions + k - radius, size)
-        out += weight * np.take(x, taps, axis=axis)
+        index[axis] = slice(k, k + size)
+        out += padded[tuple(index)] * weight  # the array first: CuPy's operator
     return out
+
+
+def separable_xp(sample: Any, windows: Sequence[np.ndarray], leading: int, xp: Any) -> Any:
+    """``separable`` without OpenCV, on ``sample``'s array module ``xp`` (the GPU kernel):
+    ``sample`` in the working type, correlated along each data axis (``leading`` onwards,
+    innermost first) by ``correlate_axis``. The windows stay host arrays; their taps enter
+    the multiplications as NumPy scalars. Sums in window order (DALI's), so float32 results
+    can differ from ``separable``'s (OpenCV's order) in the last bit."""
+    work = working_type(sample.dtype)
+    values = sample.astype(work)
+    for axis in reversed(range(len(windows))):
+        values = correlate_axis(values, np.asarray(windows[axis], work), leading + axis, xp)
+    return values
 
 
 def separable(
@@ -188,7 +212,7 @@ def separable(
                         img, ddepth, windows[2], windows[1], borderType=cv2.BORDER_REFLECT_101
                     )
                     out[p, d][..., chunk] = res.reshape(img.shape)
-            out[p] = _correlate_axis(out[p], windows[0], axis=0)
+            out[p] = correlate_axis(out[p], windows[0], axis=0)
             continue
         for chunk in chunks:
             img = np.ascontiguousarray(plane[..., chunk])
@@ -199,11 +223,11 @@ def separable(
     return out.reshape(shape)
 
 
-def to_output(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """The float result as ``dtype``: DALI's ConvertSat (halves away from zero, saturated),
-    without NumPy's warnings for values beyond the type (they saturate)."""
+def to_output(values: Any, dtype: np.dtype, xp: Any = np) -> Any:
+    """The float result (an array of ``xp``) as ``dtype``: DALI's ConvertSat (halves away from
+    zero, saturated), without NumPy's warnings for values beyond the type (they saturate)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        return convert_sat(values, np.dtype(dtype), np)
+        return convert_sat(values, np.dtype(dtype), xp)
 
 
 def check_number_image(operator: str, sample: Any, dtypes: Sequence[np.dtype]) -> None:

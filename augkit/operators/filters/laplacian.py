@@ -21,6 +21,9 @@ DALI facts (``laplacian.cc``, ``laplacian_params.h``, ``kernels/.../laplacian_cp
 - Window sizes are odd: derivative 3..23, smoothing 1..23 (DALI's documented range).
 - Types: every integer type, float16 and float32 (not float64, as in DALI); ``dtype`` is the
   input type (default) or FLOAT. Data axes and borders (reflect 101): ``kernels.py``.
+- The GPU kernel (``device="gpu"``) is the same function with ``kernels.separable_xp`` (the
+  correlation on CuPy, in DALI's tap order) in place of OpenCV's; the windows and scales are
+  made on the host. Integer images give the same exact sums.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from augkit import types
+from augkit import backend, types
 from augkit.operators.filters import kernels
 from augkit.operators.filters.gaussian_blur import _dtype
 from augkit.operators.registry import (
@@ -105,9 +108,19 @@ class Laplacian(kernels.FilterOperator):
     operator_name = NAME
     types = TYPES
 
-    def cpu(
-        self,
-        sample: np.ndarray,
+    def cpu(self, sample: np.ndarray, **args: Any) -> np.ndarray:
+        return self._laplacian(sample, self.cv2, np, **args)
+
+    def gpu(self, sample: Any, **args: Any) -> Any:
+        """The CPU kernel's windows, scales and rounding, correlated without OpenCV on
+        ``sample``'s array module (CuPy on the GPU): ``kernels.separable_xp``."""
+        return self._laplacian(sample, None, backend.array_module(sample), **args)
+
+    @staticmethod
+    def _laplacian(
+        sample: Any,
+        cv2: Any,
+        xp: Any,
         *,
         layout: str,
         window_size: tuple[int, ...],
@@ -116,7 +129,7 @@ class Laplacian(kernels.FilterOperator):
         normalized_kernel: bool,
         dtype: types.DALIDataType | None,
         **_: Any,
-    ) -> np.ndarray:
+    ) -> Any:
         leading, axes, has_channels = kernels.data_axes(NAME, layout, sample.ndim)
         out_dtype = sample.dtype if dtype is None else np.dtype(dtype.numpy)
         if out_dtype not in (sample.dtype, np.dtype(np.float32)):
@@ -130,7 +143,7 @@ class Laplacian(kernels.FilterOperator):
         else:
             scales = kernels.per_axis(scale, axes, NAME, "scale")
         if sample.size == 0:
-            return np.empty(sample.shape, out_dtype)
+            return xp.empty(sample.shape, out_dtype)
         acc = None
         with np.errstate(over="ignore", invalid="ignore"):
             for i, row in enumerate(sizes):
@@ -138,10 +151,13 @@ class Laplacian(kernels.FilterOperator):
                     derivative_window(size) if j == i else smoothing_window(size)
                     for j, size in enumerate(row)
                 ]
-                part = kernels.separable(self.cv2, sample, windows, leading, has_channels)
+                if cv2 is not None:  # the CPU: OpenCV's filters
+                    part = kernels.separable(cv2, sample, windows, leading, has_channels)
+                else:
+                    part = kernels.separable_xp(sample, windows, leading, xp)
                 part *= np.float32(scales[i])
                 acc = part if acc is None else part + acc
-        return kernels.to_output(acc, out_dtype)
+        return kernels.to_output(acc, out_dtype, xp)
 
 
 register(
@@ -149,6 +165,7 @@ register(
         name=NAME,
         class_name="Laplacian",
         impl=Laplacian,
+        devices=("cpu", "gpu"),
         accepts=[kernels.IMAGE_OR_VOLUME],
         output_kinds=keeps_kind,
         validate=_validate,

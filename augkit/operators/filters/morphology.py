@@ -1,6 +1,6 @@
 """``fn.experimental.median_blur``, ``fn.experimental.dilate``, ``fn.experimental.erode``: DALI runs
-them on the GPU only (CV-CUDA's MedianBlur and Morphology); augkit runs them on the CPU, with
-DALI's documented arguments and CV-CUDA's semantics.
+them on the GPU only (CV-CUDA's MedianBlur and Morphology); augkit runs them on the CPU and the
+GPU, with DALI's documented arguments and CV-CUDA's semantics.
 
 Facts from DALI's sources (``median_blur.cc``, ``morphology/morphology.cc``, ``nvcvop.cc``) and
 CV-CUDA's kernels (``median_blur_var_shape.cu``, ``morphology_var_shape.cu``); DALI cannot run
@@ -28,6 +28,18 @@ neutral value, so a float dilation is a plain maximum.
 
 Kernels: OpenCV (``medianBlur`` for square windows where it allows them, ``dilate``/``erode``
 on an explicitly padded plane), ``scipy.ndimage.median_filter`` for other median windows.
+
+GPU (``device="gpu"``; DALI has these three on the GPU only): the same functions written
+against the array module (``backend.array_module``: NumPy or CuPy), no OpenCV or scipy, all
+planes of a sample at once. The border is one ``xp.take`` per axis with indices computed on the
+host (``border_take``: replicate, reflect, reflect_101, wrap) or ``xp.pad`` with the neutral
+value (constant). median_blur stacks the window's ``n`` shifted slices along a new last axis,
+sorts them (``xp.sort``) and takes element ``n // 2``: the exact median, equal to the CPU
+kernel (OpenCV's and scipy's medians are exact too). dilate/erode take the running
+``xp.maximum``/``xp.minimum`` of shifted slices, along W then along H: a rectangle's maximum
+is separable, and so is the border (a per-axis index map), so the result equals the CPU's
+``cv2.dilate``/``cv2.erode`` exactly. CuPy constructs: ``take``, ``pad(mode="constant")``,
+``stack``, ``sort(axis=-1)``, ``maximum``/``minimum``, slicing, ``reshape``.
 """
 
 from __future__ import annotations
@@ -36,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from augkit import backend
 from augkit.operators.filters import kernels
 from augkit.operators.registry import (
     Arg,
@@ -74,8 +87,55 @@ def planes_of(operator: str, sample: np.ndarray, layout: str) -> tuple[np.ndarra
     return planes, sample.shape
 
 
+def _median_window(window_size: Any) -> tuple[int, int]:
+    """median_blur's (width, height): odd and positive."""
+    width, height = _pair(window_size, "experimental.median_blur", "window_size")
+    if width < 1 or height < 1 or width % 2 == 0 or height % 2 == 0:
+        raise ValueError(
+            f"experimental.median_blur: window_size must be odd and positive, got {(width, height)}"
+        )
+    return width, height
+
+
 def _pair(values: tuple[int, ...], operator: str, name: str) -> tuple[int, int]:
     return kernels.per_axis(values, 2, operator, name)  # (width, height)
+
+
+def border_index(size: int, before: int, after: int, mode: str) -> np.ndarray:
+    """The source index of each position of an axis of ``size`` padded by ``before`` and
+    ``after`` (host arrays): "replicate" (``aa|ab``), "reflect" (``ba|ab``), "reflect_101"
+    (``b|ab``), "wrap"; any distance (reflections repeat, as OpenCV's ``borderInterpolate``)."""
+    index = np.arange(-before, size + after)
+    if mode == "replicate":
+        return np.clip(index, 0, size - 1)
+    if mode == "wrap":
+        return np.mod(index, size)
+    if mode == "reflect":
+        index = np.mod(index, 2 * size)
+        return np.where(index < size, index, 2 * size - 1 - index)
+    if mode == "reflect_101":
+        return kernels._reflect101(index, size)
+    raise ValueError(f"unknown border mode {mode!r}")
+
+
+def border_take(x: Any, axis: int, before: int, after: int, mode: str, fill: float, xp: Any) -> Any:
+    """``x`` (an array of ``xp``) padded along ``axis``: one ``take`` with host-made indices,
+    or, for "constant", ``xp.pad`` with ``fill``."""
+    if mode == "constant":
+        widths = [(0, 0)] * x.ndim
+        widths[axis] = (before, after)
+        return xp.pad(x, widths, mode="constant", constant_values=fill)
+    return xp.take(x, xp.asarray(border_index(x.shape[axis], before, after, mode)), axis=axis)
+
+
+def _window_slices(axis: int, size: int, taps: int, ndim: int) -> list[tuple[slice, ...]]:
+    """The ``taps`` shifted windows of length ``size`` along ``axis`` of a padded array."""
+    index = [slice(None)] * ndim
+    out = []
+    for k in range(taps):
+        index[axis] = slice(k, k + size)
+        out.append(tuple(index))
+    return out
 
 
 class MedianBlur(kernels.FilterOperator):
@@ -92,9 +152,7 @@ class MedianBlur(kernels.FilterOperator):
         self, sample: np.ndarray, *, layout: str, window_size: tuple[int, ...], **_: Any
     ) -> np.ndarray:
         name = "experimental.median_blur"
-        width, height = _pair(window_size, name, "window_size")
-        if width < 1 or height < 1 or width % 2 == 0 or height % 2 == 0:
-            raise ValueError(f"{name}: window_size must be odd and positive, got {(width, height)}")
+        width, height = _median_window(window_size)
         planes, shape = planes_of(name, sample, layout)
         if sample.size == 0 or (width == 1 and height == 1):
             return sample.copy()
@@ -112,6 +170,23 @@ class MedianBlur(kernels.FilterOperator):
             else:
                 out[p] = self.ndimage.median_filter(plane, size=(height, width, 1), mode="nearest")
         return out.reshape(shape)
+
+    def gpu(self, sample: Any, *, layout: str, window_size: tuple[int, ...], **_: Any) -> Any:
+        """The exact median on ``sample``'s array module: the window's shifted slices of the
+        edge-replicated planes, stacked and sorted (see the module docstring)."""
+        name = "experimental.median_blur"
+        width, height = _median_window(window_size)
+        planes, shape = planes_of(name, sample, layout)
+        if sample.size == 0 or (width == 1 and height == 1):
+            return sample.copy()
+        xp = backend.array_module(sample)
+        _, h, w, _ = planes.shape
+        rx, ry = width // 2, height // 2
+        padded = border_take(planes, 2, rx, rx, "replicate", 0, xp)
+        padded = border_take(padded, 1, ry, ry, "replicate", 0, xp)
+        taps = [padded[:, i : i + h, j : j + w] for i in range(height) for j in range(width)]
+        ordered = xp.sort(xp.stack(taps, axis=-1), axis=-1)
+        return xp.ascontiguousarray(ordered[..., len(taps) // 2]).reshape(shape)
 
 
 class Morphology(kernels.FilterOperator):
@@ -137,6 +212,25 @@ class Morphology(kernels.FilterOperator):
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         kernels.check_number_image(self.label_name, sample, TYPES)
 
+    def element(
+        self, mask_size: tuple[int, ...], anchor: tuple[int, ...]
+    ) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The checked ``(width, height)`` of the element and its anchor ``(x, y)``."""
+        name = self.label_name
+        mw, mh = _pair(mask_size, name, "mask_size")
+        if mw == -1 or mh == -1:
+            mw = mh = 3
+        if mw < 1 or mh < 1:
+            raise ValueError(f"{name}: mask_size must be positive (or -1), got {(mw, mh)}")
+        ax, ay = _pair(anchor, name, "anchor")
+        ax = mw // 2 if ax < 0 else ax
+        ay = mh // 2 if ay < 0 else ay
+        if ax >= mw or ay >= mh:
+            raise ValueError(
+                f"{name}: the anchor {(ax, ay)} must lie within the mask {(mw, mh)} (width, height)"
+            )
+        return (mw, mh), (ax, ay)
+
     def neutral(self, dtype: np.dtype) -> float:
         if dtype.kind == "f":
             return -np.inf if self.operation == "dilate" else np.inf
@@ -156,18 +250,7 @@ class Morphology(kernels.FilterOperator):
     ) -> np.ndarray:
         cv2 = self.cv2
         name = self.label_name
-        mw, mh = _pair(mask_size, name, "mask_size")
-        if mw == -1 or mh == -1:
-            mw = mh = 3
-        if mw < 1 or mh < 1:
-            raise ValueError(f"{name}: mask_size must be positive (or -1), got {(mw, mh)}")
-        ax, ay = _pair(anchor, name, "anchor")
-        ax = mw // 2 if ax < 0 else ax
-        ay = mh // 2 if ay < 0 else ay
-        if ax >= mw or ay >= mh:
-            raise ValueError(
-                f"{name}: the anchor {(ax, ay)} must lie within the mask {(mw, mh)} (width, height)"
-            )
+        (mw, mh), (ax, ay) = self.element(mask_size, anchor)
         planes, shape = planes_of(name, sample, layout)
         if sample.size == 0:
             return sample.copy()
@@ -204,6 +287,44 @@ class Morphology(kernels.FilterOperator):
                         )
                 out[p, ..., group] = img.reshape(plane.shape[0], plane.shape[1], -1)
         return out.reshape(shape)
+
+    def gpu(
+        self,
+        sample: Any,
+        *,
+        layout: str,
+        mask_size: tuple[int, ...],
+        anchor: tuple[int, ...],
+        iterations: int,
+        border_mode: str,
+        **_: Any,
+    ) -> Any:
+        """The CPU kernel's function on ``sample``'s array module: per iteration, the border
+        and a running maximum (minimum) of shifted slices along W, then along H (see the
+        module docstring)."""
+        (mw, mh), (ax, ay) = self.element(mask_size, anchor)
+        planes, shape = planes_of(self.label_name, sample, layout)
+        if sample.size == 0:
+            return sample.copy()
+        xp = backend.array_module(sample)
+        fill = self.neutral(sample.dtype)
+        if sample.dtype.kind != "f":
+            fill = int(fill)
+        reduce = xp.maximum if self.operation == "dilate" else xp.minimum
+        _, h, w, _ = planes.shape
+        img = planes
+        for _ in range(iterations):
+            for axis, size, taps, before in ((2, w, mw, ax), (1, h, mh, ay)):
+                if taps == 1:
+                    continue
+                padded = border_take(img, axis, before, taps - before - 1, border_mode, fill, xp)
+                windows = _window_slices(axis, size, taps, padded.ndim)
+                img = padded[windows[0]]
+                for window in windows[1:]:
+                    img = reduce(img, padded[window])
+        if img is planes:  # a 1x1 element: a copy, never the input itself
+            img = planes.copy()
+        return xp.ascontiguousarray(img).reshape(shape)
 
 
 class Dilate(Morphology):
@@ -245,6 +366,7 @@ register(
         impl=MedianBlur,
         accepts=[IMAGES],
         output_kinds=keeps_kind,
+        devices=("cpu", "gpu"),
         doc=(
             "Replaces each pixel, channel by channel, with the median of the window around it, "
             "as DALI's ``fn.experimental.median_blur`` (GPU only in DALI). ``window_size`` is "
@@ -271,6 +393,7 @@ for _cls, _name, _what in ((Dilate, "dilate", "maximum"), (Erode, "erode", "mini
             impl=_cls,
             accepts=[IMAGES],
             output_kinds=keeps_kind,
+            devices=("cpu", "gpu"),
             doc=(
                 f"Morphological {_name}: each pixel becomes the {_what} of a rectangle of "
                 f"``mask_size`` (width, height) placed at ``anchor`` (x, y; -1: the centre), "

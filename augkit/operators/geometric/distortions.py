@@ -11,8 +11,8 @@ Each output pixel ``(x, y)`` reads the input at a displaced point, sampled by DA
 - ``jitter``: ``(x + dx, y + dy)`` with ``dx, dy`` drawn uniformly from
   ``[-nDegree // 2, nDegree - 1 - nDegree // 2]`` per pixel (DALI's ``rand() % nDegree -
   nDegree / 2``), then clamped to ``[0, W]`` and ``[0, H]``, as DALI's GPU kernel does (DALI has
-  jitter on the GPU only; augkit has it on the CPU, its draws from the sample's random stream,
-  so they differ from DALI's).
+  jitter on the GPU only; augkit has it on both devices, its draws from the sample's random
+  stream, so they differ from DALI's).
 
 Decisions and traps, checked against DALI 2.4 (``displacement_filter_impl_cpu.h``,
 ``water.h``, ``sphere.h``, ``jitter.cuh``) and by running it:
@@ -98,26 +98,36 @@ class DisplacementImpl(SampleOperator):
     def points(self, height: int, width: int, **args: Any) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
-    def cpu(
+    def cpu(self, image: np.ndarray, **args: Any) -> np.ndarray:
+        return self._displace(image, self.cv2, **args)
+
+    def gpu(self, image: Any, **args: Any) -> Any:
+        """The CPU kernel's host-made points (the same draws, for jitter), sampled on
+        ``image``'s device by DALI's formulas (``warp._sample_numpy``; see the module
+        docstring)."""
+        return self._displace(image, None, **args)
+
+    def _displace(
         self,
-        image: np.ndarray,
+        image: Any,
+        cv2: Any,
         *,
         mask: int,
         fill_value: float,
         interp_type: types.DALIInterpType,
         **args: Any,
-    ) -> np.ndarray:
+    ) -> Any:
         if not mask:
             return image
         height, width = image.shape[:2]
         sx, sy = self.points(height, width, **args)
-        return warp.sample_points(
-            image,
-            sx,
-            sy,
-            interp=warp.NEAREST if interp_type == types.INTERP_NN else warp.LINEAR,
-            fill=dali_fill(fill_value, image.dtype),
-            cv2=self.cv2,
+        interp = warp.NEAREST if interp_type == types.INTERP_NN else warp.LINEAR
+        fill = dali_fill(fill_value, image.dtype)
+        if cv2 is not None:
+            return warp.sample_points(image, sx, sy, interp=interp, fill=fill, cv2=cv2)
+        xp = backend.array_module(image)
+        return warp._sample_numpy(
+            image, xp.asarray(sx), xp.asarray(sy), interp, fill, np.dtype(image.dtype)
         )
 
 
@@ -221,6 +231,7 @@ register(
         impl=WaterImpl,
         accepts=_INPUT,
         output_kinds=keeps_kind,
+        devices=("cpu", "gpu"),
         doc="""Make images (uint8 or float, HWC) look seen through water, as DALI's
 ``fn.water``: the pixels of row y move along x by ``ampl_x * sin(freq_x * y + phase_x)``,
 those of column x along y by ``ampl_y * cos(freq_y * x + phase_y)``.
@@ -248,6 +259,7 @@ register(
         impl=SphereImpl,
         accepts=_INPUT,
         output_kinds=keeps_kind,
+        devices=("cpu", "gpu"),
         doc="""Bulge images (uint8 or float, HWC) as if wrapped on a sphere, as DALI's
 ``fn.sphere``: each pixel reads the point ``m + t * |t| / d`` (``m``: the image centre, ``t``:
 the pixel centre's offset from it, ``d``: half the longer side), so the centre is magnified and
@@ -269,9 +281,11 @@ register(
         impl=JitterImpl,
         accepts=_INPUT,
         output_kinds=keeps_kind,
+        devices=("cpu", "gpu"),
         doc="""Move each pixel of images (uint8 or float, HWC) by a random whole number of
 pixels in x and y, within ``nDegree`` (DALI's ``fn.jitter``, which DALI runs on the GPU only;
-augkit runs it on the CPU, the draws from the operator's seeded per-sample streams).""",
+augkit runs it on the CPU and the GPU, the draws from the operator's seeded per-sample streams,
+the same on both devices).""",
         args=[
             Arg(
                 "nDegree",

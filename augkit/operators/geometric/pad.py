@@ -33,6 +33,12 @@ number of boxes: DALI's idiom before batching boxes).
 Because the output of one sample depends on the others (the batch's largest extents), the
 operator never runs in a per-sample chain (``chainable`` is False); the kernel gets the batch's
 extents from ``batch_args``.
+
+GPU (``device="gpu"``, issue 18): the kernel is written against the sample's array module
+(``backend.array_module``), ``gpu = cpu``: the output shape and the converted fill value are
+worked out on the host (the fill: converted there, moved as a 0-d array of the input type),
+the device allocates (``xp.empty``), fills and copies the sample into the origin corner
+(slice assignment). Images moved with targets (``targets.py``) run the same kernel.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from augkit import backend
 from augkit.operators.base import SampleOperator
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.geometric.slice import ANY_DATA, sample_layout, to_axis_names, to_int_list
@@ -200,10 +207,13 @@ class Pad(MovesTargets, SampleOperator):
         fill = np.asarray([fill_value], np.float64)  # 1-D: convert_sat's fast path needs it
         if data.dtype.kind in "iu":
             fill = np.trunc(fill)
-        out = np.empty(out_shape, data.dtype)
-        out[...] = convert_sat(fill, data.dtype, np)[0]
+        xp = backend.array_module(data)
+        out = xp.empty(out_shape, data.dtype)
+        out[...] = xp.asarray(convert_sat(fill, data.dtype, np)[0])  # converted on the host
         out[tuple(slice(0, e) for e in data.shape)] = data
         return out
+
+    gpu = cpu
 
 
 def _with_image(kind: Any, companions: Sequence[TensorList]) -> bool:
@@ -227,6 +237,7 @@ register(
     OperatorSchema(
         name="pad",
         class_name="Pad",
+        devices=("cpu", "gpu"),
         impl=Pad,
         accepts=[ANY_DATA],
         output_kinds=keeps_kind,

@@ -37,6 +37,12 @@ the pipeline is built.
 - Types: uint8, int16, int32 and float in and out; ``dtype`` converts with ConvertSat
   (rounding half away from zero, saturating: ``cast.convert_sat``).
 
+GPU (``device="gpu"``, ``fn.paste`` only): ``Paste.gpu`` is the CPU kernel on the image's array
+module (``backend.array_module``: CuPy): the canvas and position are worked out on the host
+(``paste_geometry``), the per-channel fill (three bytes) is moved with ``xp.asarray``, and the
+device does ``xp.empty``, a broadcast row fill (``fill_canvas``) and one slice assignment:
+equal to the CPU bit for bit. ``fn.multi_paste`` is CPU only.
+
 Both need the whole batch (``multi_paste``'s ``in_ids`` pick any sample), so they never run in
 a per-sample chain; the kernels are NumPy slice assignments.
 
@@ -57,6 +63,7 @@ from typing import Any
 
 import numpy as np
 
+from augkit import backend
 from augkit.operators.base import SampleOperator
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.geometric.crop import fill_canvas
@@ -157,20 +164,29 @@ class Paste(MovesTargets, SampleOperator):
         values = np.asarray(self.args["fill_value"], np.int64)
         self._fill = np.broadcast_to(values % 256, (self.args["n_channels"],)).astype(np.uint8)
 
-    def cpu(
+    def cpu(self, image: np.ndarray, **args: Any) -> np.ndarray:
+        return self._paste(image, np, **args)
+
+    def gpu(self, image: Any, **args: Any) -> Any:
+        """The CPU kernel on ``image``'s array module (CuPy); the geometry on the host."""
+        return self._paste(image, backend.array_module(image), **args)
+
+    def _paste(
         self,
-        image: np.ndarray,
+        image: Any,
+        xp: Any,
         *,
         ratio: float,
         paste_x: float,
         paste_y: float,
         min_canvas_size: float,
         **_: Any,
-    ) -> np.ndarray:
+    ) -> Any:
         h, w = image.shape[:2]
         out_h, out_w, y, x = paste_geometry(h, w, ratio, paste_x, paste_y, min_canvas_size)
-        out = np.empty((out_h, out_w, image.shape[2]), np.uint8)
-        fill_canvas(out, self._fill.reshape(1, 1, -1), np)  # rows, not 3-byte pixels: 100x
+        out = xp.empty((out_h, out_w, image.shape[2]), np.uint8)
+        fill = xp.asarray(self._fill.reshape(1, 1, -1))
+        fill_canvas(out, fill, xp)  # rows, not 3-byte pixels: 100x
         out[y : y + h, x : x + w] = image
         return out
 
@@ -209,6 +225,7 @@ register(
             )
         ],
         output_kinds=keeps_kind,
+        devices=("cpu", "gpu"),
         doc=(
             "Pastes each image on a larger canvas of ``ratio`` times its size (at least "
             "``min_canvas_size`` a side) at the normalized position ``paste_x``/``paste_y``, "

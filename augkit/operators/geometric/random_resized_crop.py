@@ -16,6 +16,10 @@ ROI: 0.30 ms against 0.96 ms for Pillow's ROI resize of a 250x250 window to 224x
 thread. Only the outermost output rows and columns (about ``scale`` / 2 pixels) can differ
 from DALI's ROI resize; inside they are the same filter.
 
+The GPU kernel (``device="gpu"``): the same window, drawn on the host from the same stream,
+sliced on the device and resized by ``fn.resize``'s GPU kernel (``resize_hwc_gpu``: DALI's
+weights and clamped border taps on the cut window, float32 matrix products on CuPy).
+
 Decisions and traps:
 
 - ``size`` is (H, W); one value gives a square. The output size is exactly ``size``
@@ -47,10 +51,15 @@ from typing import Any
 
 import numpy as np
 
-from augkit import types
+from augkit import backend, types
 from augkit.operators.geometric import resize_torch
 from augkit.operators.geometric.crop_window import random_crop_window, to_range, to_ratio_range
-from augkit.operators.geometric.resize import _INPUT_TYPES, resize_hwc, use_opencv
+from augkit.operators.geometric.resize import (
+    _INPUT_TYPES,
+    resize_hwc,
+    resize_hwc_gpu,
+    use_opencv,
+)
 from augkit.operators.geometric.targets import Geometry, MovesTargets, image_size, movable
 from augkit.operators.layouts import HWC_OR_CHW_IMAGE, check_image
 from augkit.operators.registry import (
@@ -97,10 +106,15 @@ def resized_crop_window(
 
 
 def resize_window(
-    image: np.ndarray, window: tuple[int, int, int, int], layout: str, args: dict[str, Any]
+    image: np.ndarray,
+    window: tuple[int, int, int, int],
+    layout: str,
+    args: dict[str, Any],
+    gpu: bool = False,
 ) -> np.ndarray:
     """``image``'s ``window`` cut out, then resized to ``args["size"]`` as ``fn.resize``
-    resizes a whole image (slice + resize: see the module docstring)."""
+    resizes a whole image (slice + resize: see the module docstring). ``gpu``: resized by
+    ``fn.resize``'s GPU kernel (``resize_hwc_gpu``), on the device of ``image``."""
     y, x, h, w = window
     resize_args = {
         "size": tuple(float(v) for v in args["size"]),
@@ -111,6 +125,12 @@ def resize_window(
         "antialias": args.get("antialias", True),
         "dtype": args.get("dtype"),
     }
+    if gpu:
+        xp = backend.array_module(image)
+        if layout == "CHW":
+            cut = image[:, y : y + h, x : x + w].transpose(1, 2, 0)
+            return xp.ascontiguousarray(resize_hwc_gpu(cut, resize_args).transpose(2, 0, 1))
+        return xp.ascontiguousarray(resize_hwc_gpu(image[y : y + h, x : x + w], resize_args))
     if layout == "CHW":
         cut = np.ascontiguousarray(image[:, y : y + h, x : x + w].transpose(1, 2, 0))
         return resize_hwc(cut, resize_args).transpose(2, 0, 1)
@@ -153,12 +173,19 @@ class RandomResizedCrop(MovesTargets):
         window = resized_crop_window(image.shape, layout, rng, args)
         return np.ascontiguousarray(resize_window(image, window, layout, args))
 
+    def gpu(self, image: Any, *, layout: str, rng: np.random.Generator, **args: Any) -> Any:
+        """The GPU kernel: the same window (drawn on the host from the same stream), resized
+        by ``fn.resize``'s GPU kernel on the device of ``image``."""
+        window = resized_crop_window(image.shape, layout, rng, args)
+        return resize_window(image, window, layout, args, gpu=True)
+
 
 register(
     OperatorSchema(
         name="random_resized_crop",
         class_name="RandomResizedCrop",
         impl=RandomResizedCrop,
+        devices=("cpu", "gpu"),
         accepts=[movable(HWC_OR_CHW_IMAGE)],
         output_kinds=keeps_kind,
         doc=(

@@ -1,4 +1,4 @@
-"""``fn.resize`` / ``ops.Resize``: DALI's resize of HWC (or CHW) images on the CPU.
+"""``fn.resize`` / ``ops.Resize``: DALI's resize of HWC (or CHW) images, on the CPU and the GPU.
 
 How it works: ``plan_resize`` turns the arguments into DALI's resampling parameters (output size,
 source window), exactly as DALI's ``ResizeAttr`` does; the kernel then resamples that window with
@@ -29,6 +29,20 @@ one of three back ends, all of which release the GIL:
 
 Outputs therefore depend on the installation (torch or not) by at most 2 levels per pixel; a
 pipeline is reproducible on one installation, whatever its threads.
+
+The GPU kernel (``device="gpu"``, ``resize_hwc_gpu``; also ``fn.random_resized_crop``'s) is one
+xp-generic path, plain NumPy-API code run on CuPy arrays (NumPy in the CPU-runnable tests,
+tests/operators/test_gpu_geometric.py). On the host: the plan, the filters, and per axis DALI's
+weights (``warp.resample_matrix``: ``warp._weights``, the tables of the NumPy resampler below,
+scattered into an (out, in) float32 matrix) or DALI's nearest indices (``nearest_indices``);
+they are moved with ``xp.asarray``. On the device: ``astype(float32)``, two ``matmul``s (H then
+W, as ``_numpy_resize``'s passes; tap by tap through ``warp.resample_axis`` where a matrix would
+pass 2**26 weights), ``take`` for INTERP_NN, and ``truncate_sat`` (``clip``/``trunc``). So the
+GPU computes DALI's filters with DALI's clamped border taps in float32 for every filter pair:
+nearest equals the CPU kernel; against the CPU's Pillow/torch linear it is within 1 level
+inside the border (a mean < 0.25), more in the outermost pixels of a shrink, where Pillow
+renormalises; cubic/Lanczos3 within 6 (Pillow's exact windows and clipped 8-bit intermediate
+against DALI's tables and floats).
 
 Decisions and traps for the next engineer:
 
@@ -505,8 +519,18 @@ def nearest_resize(image: np.ndarray, plan: ResizePlan, out_dtype: np.dtype) -> 
         out = cv2.remap(image, xy, None, cv2.INTER_NEAREST)
         out = out.reshape(out_h, out_w, image.shape[2])
     else:
-        rows, cols = nearest_indices(plan, image.shape[:2])
-        out = image.take(rows, axis=0).take(cols, axis=1)
+        return nearest_gather(image, plan, out_dtype)
+    if out.dtype != out_dtype:
+        out = warp.truncate_sat(out.astype(np.float32), out_dtype)
+    return out
+
+
+def nearest_gather(image: Any, plan: ResizePlan, out_dtype: np.dtype) -> Any:
+    """``nearest_resize`` by two gathers (``take`` along H, then W) of DALI's source pixels,
+    on the device of ``image`` (NumPy or CuPy; the indices are made on the host)."""
+    xp = backend.array_module(image)
+    rows, cols = nearest_indices(plan, image.shape[:2])
+    out = image.take(xp.asarray(rows), axis=0).take(xp.asarray(cols), axis=1)
     if out.dtype != out_dtype:
         out = warp.truncate_sat(out.astype(np.float32), out_dtype)
     return out
@@ -542,6 +566,50 @@ def _numpy_resize(
             antialias,
         )
     return warp.truncate_sat(data, out_dtype)
+
+
+# Above this many weights (an (out, in) float32 matrix of 256 MiB) an axis is resampled tap by
+# tap (``warp.resample_axis``) instead of by one matrix product.
+_MAX_MATRIX = 2**26
+
+
+def separable_resize(
+    image: Any, plan: ResizePlan, kinds: Sequence[str], antialias: bool, out_dtype: np.dtype
+) -> Any:
+    """The GPU resize (any filter pair, written against the array module of ``image``: NumPy
+    or CuPy): DALI's weights of each axis (``warp.resample_matrix``, made on the host) as an
+    (out, in) float32 matrix, applied on the device of ``image`` by two matrix products, H
+    first then W, as ``_numpy_resize``'s passes; integers stored by ``truncate_sat``. An axis
+    whose matrix would be huge goes tap by tap through ``warp.resample_axis`` instead."""
+    xp = backend.array_module(image)
+    data = image.astype(np.float32)
+    for axis in (0, 1):
+        in_size, out_size = data.shape[axis], plan.out_size[axis]
+        lo, hi = plan.src_lo[axis], plan.src_hi[axis]
+        if in_size * out_size > _MAX_MATRIX:
+            data = warp.resample_axis(data, axis, out_size, lo, hi, kinds[axis], antialias)
+            continue
+        matrix = xp.asarray(warp.resample_matrix(kinds[axis], in_size, lo, hi, out_size, antialias))
+        if axis == 0:  # (out_H, H) @ (H, W*C)
+            rest = data.shape[1:]
+            data = xp.matmul(matrix, data.reshape(in_size, -1)).reshape(out_size, *rest)
+        else:  # (out_W, W) @ (W, C), batched over the rows
+            data = xp.matmul(matrix, data)
+    return warp.truncate_sat(data, out_dtype)
+
+
+def resize_hwc_gpu(image: Any, args: dict[str, Any]) -> Any:
+    """``resize_hwc`` on the device of ``image`` (the GPU kernel of ``fn.resize`` and
+    ``fn.random_resized_crop``; NumPy works too, which the CPU tests use): the plan and the
+    filters are ``resize_hwc``'s; INTERP_NN both ways gathers DALI's source pixels
+    (``nearest_gather``), every other filter pair is ``separable_resize`` (DALI's weights and
+    clamped borders, where the CPU kernel's Pillow renormalises its border taps)."""
+    out_dtype = _out_dtype(image, args)
+    plan = sample_plan(image.shape[:2], args)
+    kinds, _, antialias = _kinds(plan, args)
+    if kinds[0] == kinds[1] == warp.NEAREST:
+        return nearest_gather(image, plan, out_dtype)
+    return separable_resize(image, plan, kinds, antialias, out_dtype)
 
 
 def _requested(args: dict[str, Any]) -> tuple[tuple[float, float], str]:
@@ -588,6 +656,14 @@ class ResizeImpl(MovesTargets):
             return resize_hwc(image.transpose(1, 2, 0), args).transpose(2, 0, 1)
         return resize_hwc(image, args)
 
+    def gpu(self, image: Any, *, layout: str, **args: Any) -> Any:
+        xp = backend.array_module(image)
+        if layout == "CHW":
+            return xp.ascontiguousarray(
+                resize_hwc_gpu(image.transpose(1, 2, 0), args).transpose(2, 0, 1)
+            )
+        return xp.ascontiguousarray(resize_hwc_gpu(image, args))
+
 
 def sample_plan(in_size: tuple[int, int], args: dict[str, Any]) -> ResizePlan:
     """The plan of one sample of (H, W) ``in_size`` from ``fn.resize``'s (checked) arguments
@@ -631,20 +707,30 @@ def plan_geometry(plan: ResizePlan, in_size: tuple[int, int]) -> Geometry:
     )
 
 
-def resize_hwc(image: np.ndarray, args: dict[str, Any]) -> np.ndarray:
-    """Resize one HWC image as ``fn.resize`` does with the (checked) arguments ``args``
-    (``random_resized_crop`` and the decoders' crops call it with a ``roi``)."""
+def _out_dtype(image: Any, args: dict[str, Any]) -> np.dtype:
     dtype = args.get("dtype")
     out_dtype = image.dtype if dtype is None else dtype.numpy
     if out_dtype not in (image.dtype, np.dtype(np.float32)):
         raise ValueError(
             f"dtype must be the input type ({image.dtype.name}) or types.FLOAT, got {dtype.name}"
         )
-    plan = sample_plan(image.shape[:2], args)
+    return out_dtype
+
+
+def _kinds(plan: ResizePlan, args: dict[str, Any]) -> tuple[list[str], list[bool], bool]:
+    """The filter of each axis (H, W), whether the axis shrinks, and ``antialias``."""
     min_kind, mag_kind = _filters(args)
     antialias = args.get("antialias", True)
     shrinks = [plan.out_size[d] < abs(plan.src_hi[d] - plan.src_lo[d]) for d in range(2)]
-    kinds = [min_kind if shrink else mag_kind for shrink in shrinks]
+    return [min_kind if shrink else mag_kind for shrink in shrinks], shrinks, antialias
+
+
+def resize_hwc(image: np.ndarray, args: dict[str, Any]) -> np.ndarray:
+    """Resize one HWC image as ``fn.resize`` does with the (checked) arguments ``args``
+    (``random_resized_crop`` and the decoders' crops call it with a ``roi``)."""
+    out_dtype = _out_dtype(image, args)
+    plan = sample_plan(image.shape[:2], args)
+    kinds, shrinks, antialias = _kinds(plan, args)
     if kinds[0] == kinds[1] == warp.NEAREST:
         return nearest_resize(image, plan, out_dtype)
     filters = {
@@ -676,6 +762,7 @@ register(
         name="resize",
         class_name="Resize",
         impl=ResizeImpl,
+        devices=("cpu", "gpu"),
         accepts=[movable(HWC_OR_CHW_IMAGE)],
         output_kinds=keeps_kind,
         validate=_check_arguments,
@@ -686,9 +773,11 @@ The output size comes from exactly one of ``resize_x``/``resize_y``, ``size`` (H
 (a missing extent keeps the aspect ratio; sizes round half away from zero). By default the
 filter is linear, antialiased when shrinking (DALI's Triangular filter); augkit computes it with
 Pillow's BILINEAR filter, which is the same filter (or torch's uint8 port of it, 5× faster,
-where torch is installed and the whole image is resized). Differences from DALI: at the image border
-Pillow renormalises the filter instead of repeating the edge pixel, and it rounds its 8-bit
-intermediate between the two passes (DALI 2.4 is within a mean 0.15 of Pillow on photos);
+where torch is installed and the whole image is resized). ``device="gpu"`` resamples with
+DALI's own weights and border rule on CuPy (two matrix products, float32). Differences from
+DALI (CPU): at the image border Pillow renormalises the filter instead of repeating the edge
+pixel, and it rounds its 8-bit intermediate between the two passes (DALI 2.4 is within a mean
+0.15 of Pillow on photos);
 ``save_attrs``, volumes (``resize_z``) and sequences are not supported.
 
 Moves masks, boxes, keypoints, vertices and labels with the images when given with them as

@@ -1,4 +1,4 @@
-"""``fn.rotate`` / ``ops.Rotate``: DALI's rotation of HWC images on the CPU.
+"""``fn.rotate`` / ``ops.Rotate``: DALI's rotation of HWC images, on the CPU and the GPU.
 
 The kernel builds DALI's destination-to-source matrix and hands it to ``warp.affine``: for
 linear uint8 -> uint8 (the common case) ``cv2.warpAffine`` itself, Albumentations' kernel;
@@ -17,6 +17,11 @@ order. Nearest: equal to DALI, about 0.9x its speed (the running sums are sequen
 and stepping them column by column in NumPy costs more than DALI's fused C++ loop; the direct
 formula ``t + a*x + b*y`` would be faster but picks another pixel at up to 5 % of the points
 of a matrix of round decimals). The parity cases: tests/dali_parity/cases_geometry_warp.py.
+
+The GPU kernel (``device="gpu"``) is ``warp.warp_affine`` on the CuPy image: the same matrix and
+size, DALI's CPU source points made on the host, DALI's sampling formulas on the device
+(warp.py's docstring). Nearest equals the CPU kernel; linear uint8 within 1 level of it (the
+CPU's OpenCV fixed point), float outputs within 5e-5.
 
 Decisions and traps for the next engineer (checked against DALI's ``rotate_params.h``,
 ``warp_param_provider.h``, ``core/geom/transform.h`` and ``kernels/imgproc/sampler.h``):
@@ -189,29 +194,46 @@ class RotateImpl(MovesTargets):
         matrix = rotation_matrix((height, width), (out_h, out_w), args["angle"])
         return Geometry.inverse_of(matrix, (width, height), (out_w, out_h))
 
-    def cpu(
-        self,
-        image: np.ndarray,
-        *,
-        angle: float,
-        fill_value: float | None,
-        keep_size: bool,
-        size: tuple[float, float] | None,
-        interp_type: types.DALIInterpType,
-        dtype: types.DALIDataType | None,
-        **_: Any,
-    ) -> np.ndarray:
-        out_dtype = image.dtype if dtype is None else dtype.numpy
-        if out_dtype not in _TYPES:
-            names = ", ".join(t.name for t in _TYPES)
-            raise ValueError(f"dtype must be one of {names}, got {out_dtype.name}")
-        in_size = image.shape[:2]
-        out_size = output_size(in_size, angle, keep_size, size)
-        matrix = rotation_matrix(in_size, out_size, angle)
-        interp = warp.NEAREST if interp_type == types.INTERP_NN else warp.LINEAR
+    def cpu(self, image: np.ndarray, **args: Any) -> np.ndarray:
+        matrix, out_size, interp, out_dtype = _warp_plan(image, **args)
         return warp.affine(
-            image, matrix, out_size, interp=interp, fill=fill_value, dtype=out_dtype, cv2=self.cv2
+            image,
+            matrix,
+            out_size,
+            interp=interp,
+            fill=args["fill_value"],
+            dtype=out_dtype,
+            cv2=self.cv2,
         )
+
+    def gpu(self, image: Any, **args: Any) -> Any:
+        """The GPU kernel: DALI's formulas (``warp.warp_affine``) on the device of ``image``."""
+        matrix, out_size, interp, out_dtype = _warp_plan(image, **args)
+        return warp.warp_affine(
+            image, matrix, out_size, interp=interp, fill=args["fill_value"], dtype=out_dtype
+        )
+
+
+def _warp_plan(
+    image: Any,
+    *,
+    angle: float,
+    keep_size: bool,
+    size: tuple[float, float] | None,
+    interp_type: types.DALIInterpType,
+    dtype: types.DALIDataType | None,
+    **_: Any,
+) -> tuple[np.ndarray, tuple[int, int], str, np.dtype]:
+    """What both kernels warp with: the matrix, the output (H, W), the sampling and the type."""
+    out_dtype = image.dtype if dtype is None else dtype.numpy
+    if out_dtype not in _TYPES:
+        names = ", ".join(t.name for t in _TYPES)
+        raise ValueError(f"dtype must be one of {names}, got {out_dtype.name}")
+    in_size = image.shape[:2]
+    out_size = output_size(in_size, angle, keep_size, size)
+    matrix = rotation_matrix(in_size, out_size, angle)
+    interp = warp.NEAREST if interp_type == types.INTERP_NN else warp.LINEAR
+    return matrix, out_size, interp, out_dtype
 
 
 register(
@@ -219,6 +241,7 @@ register(
         name="rotate",
         class_name="Rotate",
         impl=RotateImpl,
+        devices=("cpu", "gpu"),
         accepts=[movable(HWC_IMAGE)],
         output_kinds=keeps_kind,
         doc="""Rotate images (layout HWC) by ``angle`` degrees, counter-clockwise as seen on

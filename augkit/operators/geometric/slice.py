@@ -34,6 +34,14 @@ as in ``fn.crop``. With ``axis_names=""`` augkit slices over all axes (DALI slic
 The kernel is NumPy views: a window inside the input is a basic slice (copied once, to be
 contiguous); only out-of-bounds windows gather or pad.
 
+GPU (``device="gpu"``): ``Slice.gpu`` is the same kernel on the sample's array module
+(``backend.array_module``: CuPy): the window is worked out on the host (the ``anchor``/``shape``
+inputs, copied to the host with ``backend.to_cpu`` when they arrive on the GPU), then cut on the
+device with a basic slice, ``cut_window`` (``xp.empty`` + a broadcast fill + one slice
+assignment) for "pad", or ``take(indices, axis=...)`` with host-computed indices moved by
+``xp.asarray`` for "edge"/"reflect"/"wrap"; the conversion is ``xp.trunc`` and ``convert_sat``
+on the device. Only copies and exact conversions: equal to the CPU kernel bit for bit.
+
 Targets (``fn.slice([images, masks, boxes, labels], rel_start=..., rel_shape=...)``, also with
 the ``anchor``/``shape`` inputs, ``geometric/targets.py``): the window is ``sample_window``'s,
 the kernel's own computation, over the H and W axes of the image's layout ("HW"/"HWC" without
@@ -55,6 +63,7 @@ from typing import Any
 
 import numpy as np
 
+from augkit import backend
 from augkit.operators.base import SampleOperator
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.geometric.crop import cut_window, fill_array, fit_window, window_geometry
@@ -310,9 +319,11 @@ def take_window(
     policy: str,
     convert: Any,
     fill: Any = None,
+    xp: Any = np,
 ) -> np.ndarray:
     """The window of ``x`` under ``policy`` (one of ``POLICIES``), each element passed through
-    ``convert``; ``fill`` (an array of the output type) for "pad"/"constant".
+    ``convert``; ``fill`` (an array of the output type) for "pad"/"constant"; ``xp``: the array
+    module of ``x`` (the gather indices are computed in NumPy and moved with ``xp.asarray``).
 
     Raises:
         ValueError: with "error", a window that leaves ``x``; "edge"/"reflect"/"wrap" of an
@@ -329,7 +340,7 @@ def take_window(
     if policy == "error":
         raise ValueError(_outside(anchor, size, x.shape))
     if policy in ("pad", "constant"):
-        return cut_window(x, anchor, size, convert, fill, np)
+        return cut_window(x, anchor, size, convert, fill, xp)
     region = x
     for axis, (a, s, e) in enumerate(zip(anchor, size, x.shape, strict=True)):
         if a >= 0 and a + s <= e:
@@ -340,17 +351,18 @@ def take_window(
                     f"out_of_bounds_policy={policy!r} cannot fill a window from the empty "
                     f"axis {axis} of the input (shape {tuple(x.shape)})"
                 )
-            region = region.take(_source_indices(a, s, e, policy), axis=axis)
+            region = region.take(xp.asarray(_source_indices(a, s, e, policy)), axis=axis)
     return convert(region)
 
 
-def converter(in_dtype: np.dtype, out_dtype: np.dtype) -> Any:
-    """How slice converts elements: floats to integers by truncation, then saturation."""
+def converter(in_dtype: np.dtype, out_dtype: np.dtype, xp: Any = np) -> Any:
+    """How slice converts elements: floats to integers by truncation, then saturation (on
+    ``xp``, the array module of the data)."""
     if in_dtype == out_dtype:
         return lambda region: region
     if in_dtype.kind == "f" and out_dtype.kind in "iu":
-        return lambda region: convert_sat(np.trunc(region), out_dtype, np)
-    return lambda region: convert_sat(region, out_dtype, np)
+        return lambda region: convert_sat(xp.trunc(region), out_dtype, xp)
+    return lambda region: convert_sat(region, out_dtype, xp)
 
 
 def output_dtype(in_dtype: np.dtype, dtype: DALIDataType | None, operator: str) -> np.dtype:
@@ -377,15 +389,25 @@ class Slice(MovesTargets, SampleOperator):
             raise ValueError("slice needs an input with at least one dimension, got a scalar")
 
     def cpu(self, data: np.ndarray, *window: np.ndarray, layout: str, **args: Any) -> np.ndarray:
+        return self._slice(data, window, layout, args, np)
+
+    def gpu(self, data: Any, *window: Any, layout: str, **args: Any) -> Any:
+        """The CPU kernel on ``data``'s array module (CuPy on the GPU); the window on the host."""
+        return self._slice(data, window, layout, args, backend.array_module(data))
+
+    @staticmethod
+    def _slice(data: Any, window: Sequence[Any], layout: str, args: dict[str, Any], xp: Any) -> Any:
+        window = [backend.to_cpu(w) for w in window]  # numbers for the host's window maths
         anchor, size = sample_window(data.shape, window, layout, args)
         out_dtype = output_dtype(data.dtype, args.get("dtype"), "slice")
         policy = args["out_of_bounds_policy"]
         fill = None
         if policy in ("pad", "constant"):
             lay = sample_layout(layout, data.ndim)
-            fill = fill_array(args["fill_values"], size, lay, out_dtype, np)
-        out = take_window(data, anchor, size, policy, converter(data.dtype, out_dtype), fill)
-        return np.ascontiguousarray(out)
+            fill = fill_array(args["fill_values"], size, lay, out_dtype, xp)
+        convert = converter(data.dtype, out_dtype, xp)
+        out = take_window(data, anchor, size, policy, convert, fill, xp)
+        return xp.ascontiguousarray(out)
 
     def _move(
         self,
@@ -565,6 +587,7 @@ register(
         accepts=[ANY_DATA],
         output_kinds=keeps_kind,
         validate=_validate,
+        devices=("cpu", "gpu"),
         doc=(
             "Extracts a window (a slice) of each sample, as DALI's ``fn.slice``. The window is "
             "given by named arguments (``start``/``rel_start`` with ``end``/``rel_end`` or "

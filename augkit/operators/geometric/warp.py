@@ -13,6 +13,22 @@
 
 All of them are pure functions of their arguments: no state, no randomness.
 
+The GPU (``device="gpu"`` of ``fn.rotate``, ``fn.warp_affine``, ``fn.resize``,
+``fn.random_resized_crop``): no separate kernels. ``warp_affine`` (the NumPy sampler,
+``_sample_numpy``), ``convert_sat``, ``truncate_sat`` and ``resample_axis`` are written against
+the array module of their input (``backend.array_module``: NumPy or CuPy), with only what CuPy
+has under NumPy's names and signatures: elementwise math, ``clip``, ``floor``, ``trunc``,
+``copysign``, ``astype``, ``pad(mode="constant")``, ``take(axis=...)``, ``moveaxis``,
+``matmul``. Given a CuPy image they run on its device: the GPU runs the arithmetic of this
+DALI-checked CPU fallback. What stays on the host: the matrices, the resampling weights
+(``_weights``, ``resample_matrix``) and the affine source points (``affine_points``: DALI's CPU
+running float32 sums, made in NumPy and moved with ``xp.asarray``, 8 bytes an output pixel).
+The points are DALI's CPU ones on purpose: nearest-neighbour picks then equal the CPU kernel's
+(DALI's own GPU warp computes ``M @ (x + 0.5, y + 0.5, 1)`` per pixel, which picks another
+pixel at float32 near-ties; computing them on the device that way is the faster follow-up).
+Everything is float32, as DALI; the CPU's linear uint8 warp is OpenCV's fixed point
+(``cv2.warpAffine``), so GPU and CPU differ by up to 1 level there, as the CPU does from DALI.
+
 Traps, checked against DALI's sources (``kernels/imgproc/sampler.h``,
 ``kernels/imgproc/resample/resampling_impl_cpu.{h,cc}``, ``resampling_filters.cu``):
 
@@ -58,6 +74,8 @@ import math
 
 import numpy as np
 
+from augkit import backend
+
 # What the affine warps (rotate, warp_affine) take and give.
 WARP_TYPES = tuple(
     np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16, np.int32, np.float32)
@@ -86,10 +104,11 @@ def convert_sat(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return values.astype(dtype, copy=False)
     if dtype.kind == "b":
         return values != 0
+    xp = backend.array_module(values)
     info = np.iinfo(dtype)
     wide = values.astype(np.float64, copy=False)
-    rounded = np.copysign(np.floor(np.abs(wide) + 0.5), wide)
-    return np.clip(rounded, info.min, info.max).astype(dtype)
+    rounded = xp.copysign(xp.floor(xp.abs(wide) + 0.5), wide)
+    return xp.clip(rounded, info.min, info.max).astype(dtype)
 
 
 def truncate_sat(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -98,9 +117,10 @@ def truncate_sat(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
         return values.astype(dtype, copy=False)
+    xp = backend.array_module(values)
     info = np.iinfo(dtype)
     biased = values.astype(np.float64, copy=False) + 0.5
-    return np.trunc(np.clip(biased, info.min, info.max)).astype(dtype)
+    return xp.trunc(xp.clip(biased, info.min, info.max)).astype(dtype)
 
 
 # --- affine warp ---------------------------------------------------------------------------
@@ -129,12 +149,17 @@ def warp_affine(
         dtype: the output type (default: the input's); integers are rounded by ConvertSat.
 
     Returns:
-        An (out_H, out_W, C) array of ``dtype``.
+        An (out_H, out_W, C) array of ``dtype``, on the device of ``image``: a CuPy image is
+        warped on the GPU (the GPU kernel of ``fn.rotate`` and ``fn.warp_affine``; see the
+        module docstring).
     """
     dtype = np.dtype(dtype or image.dtype)
     if interp not in (NEAREST, LINEAR):
         raise ValueError(f"warp_affine supports nearest and linear sampling, got {interp!r}")
     sx, sy = affine_points(matrix, out_size)
+    if backend.is_gpu_array(image):  # the GPU kernel: DALI's CPU points, sampled on the device
+        xp = backend.array_module(image)
+        sx, sy = xp.asarray(sx), xp.asarray(sy)
     return _sample_numpy(image, sx, sy, interp, fill, dtype)
 
 
@@ -368,39 +393,47 @@ def _sample_numpy(
     fill: float | None,
     dtype: np.dtype,
 ) -> np.ndarray:
-    """``sample_points`` in NumPy, exactly DALI's formulas (what ``warp_affine`` does)."""
+    """``sample_points`` in NumPy, exactly DALI's formulas (what ``warp_affine`` does).
+
+    Written against the array module of ``image`` (NumPy or CuPy; ``sx`` and ``sy`` on the same
+    device): the GPU kernels of ``fn.rotate`` and ``fn.warp_affine`` are this function on CuPy
+    arrays. Only elementwise math, ``clip``/``floor``/``astype``, ``pad`` with a constant and
+    ``take`` along an axis, which CuPy has with NumPy's signatures."""
+    xp = backend.array_module(image)
     source, offset = image, 0
     if fill is not None:
-        border = convert_sat(np.asarray(fill, dtype=np.float64), image.dtype)
-        source = np.pad(image, ((1, 1), (1, 1), (0, 0)), constant_values=border)
+        border = convert_sat(np.asarray(fill, dtype=np.float64), image.dtype).item()
+        source = xp.pad(image, ((1, 1), (1, 1), (0, 0)), mode="constant", constant_values=border)
         offset = 1
     height, width, channels = source.shape
     flat = source.reshape(height * width, channels)
 
     def taps(ix: np.ndarray, iy: np.ndarray) -> np.ndarray:
-        ix = np.clip(ix + offset, 0, width - 1)
-        iy = np.clip(iy + offset, 0, height - 1)
-        return np.take(flat, iy * width + ix, axis=0)
+        ix = xp.clip(ix + offset, 0, width - 1)
+        iy = xp.clip(iy + offset, 0, height - 1)
+        return flat.take(iy * width + ix, axis=0)
 
     # Points beyond one pixel outside the image all read the border: clipping them there keeps
     # the weights finite and the indices in range (NaN points read an arbitrary border tap).
     with np.errstate(over="ignore", invalid="ignore"):
         if interp == NEAREST:
-            ix = np.floor(np.clip(sx, -2, width)).astype(np.int64)
-            iy = np.floor(np.clip(sy, -2, height)).astype(np.int64)
+            ix = xp.floor(xp.clip(sx, -2, width)).astype(np.int64)
+            iy = xp.floor(xp.clip(sy, -2, height)).astype(np.int64)
             out = taps(ix, iy)
             return out if dtype == image.dtype else convert_sat(out, dtype)
-        x = np.clip(sx, -2, width) - np.float32(0.5)
-        y = np.clip(sy, -2, height) - np.float32(0.5)
-        x0f = np.floor(x)
-        y0f = np.floor(y)
+        half = np.float32(0.5)
+        x = xp.clip(sx, -2, width).astype(np.float32, copy=False) - half
+        y = xp.clip(sy, -2, height).astype(np.float32, copy=False) - half
+        x0f = xp.floor(x)
+        y0f = xp.floor(y)
         qx = (x - x0f)[..., None]
         qy = (y - y0f)[..., None]
-        px = np.float32(1) - qx
+        px = 1.0 - qx
         x0 = x0f.astype(np.int64)
         y0 = y0f.astype(np.int64)
-        s0 = taps(x0, y0).astype(np.float32) * px + taps(x0 + 1, y0).astype(np.float32) * qx
-        s1 = taps(x0, y0 + 1).astype(np.float32) * px + taps(x0 + 1, y0 + 1).astype(np.float32) * qx
+        f32 = np.float32
+        s0 = taps(x0, y0).astype(f32) * px + taps(x0 + 1, y0).astype(f32) * qx
+        s1 = taps(x0, y0 + 1).astype(f32) * px + taps(x0 + 1, y0 + 1).astype(f32) * qx
         return convert_sat(s0 + (s1 - s0) * qy, dtype)
 
 
@@ -485,6 +518,14 @@ def _weights(
     return np.clip(index, 0, in_size - 1), coeffs
 
 
+def _nearest_taps(in_size: int, lo: float, hi: float, out_size: int) -> np.ndarray:
+    """The source index of each output pixel of a nearest-neighbour axis (float32, floor of
+    the pixel centre's source point, clamped to the input)."""
+    step = (hi - lo) / out_size
+    src = np.floor(np.float32(lo) + (np.arange(out_size, dtype=np.float32) + 0.5) * step)
+    return np.clip(src.astype(np.int64), 0, in_size - 1)
+
+
 def resample_axis(
     data: np.ndarray,
     axis: int,
@@ -495,17 +536,39 @@ def resample_axis(
     antialias: bool,
 ) -> np.ndarray:
     """Resample float32 ``data`` along ``axis``: the source interval ``[lo, hi)`` (``lo > hi``
-    flips) becomes ``out_size`` pixels, sampled at pixel centres as DALI does. Returns float32."""
+    flips) becomes ``out_size`` pixels, sampled at pixel centres as DALI does. Returns float32.
+
+    ``data`` may be a CuPy array (the weights are made on the host and moved to its device):
+    one ``take`` and one multiply-add per filter tap, in tap order."""
+    xp = backend.array_module(data)
     in_size = data.shape[axis]
-    moved = np.moveaxis(data, axis, 0)
+    moved = xp.moveaxis(data, axis, 0)
     if kind == NEAREST:
-        step = (hi - lo) / out_size
-        src = np.floor(np.float32(lo) + (np.arange(out_size, dtype=np.float32) + 0.5) * step)
-        index = np.clip(src.astype(np.int64), 0, in_size - 1)
-        return np.moveaxis(np.take(moved, index, axis=0), 0, axis)
+        index = xp.asarray(_nearest_taps(in_size, lo, hi, out_size))
+        return xp.moveaxis(moved.take(index, axis=0), 0, axis)
     index, coeffs = _weights(kind, in_size, lo, hi, out_size, antialias)
+    index, coeffs = xp.asarray(index), xp.asarray(coeffs)
     shape = (out_size,) + (1,) * (moved.ndim - 1)
-    out = np.zeros((out_size, *moved.shape[1:]), np.float32)
+    out = xp.zeros((out_size, *moved.shape[1:]), np.float32)
     for k in range(index.shape[1]):
-        out += coeffs[:, k].reshape(shape) * np.take(moved, index[:, k], axis=0)
-    return np.moveaxis(out, 0, axis)
+        out += coeffs[:, k].reshape(shape) * moved.take(index[:, k], axis=0)
+    return xp.moveaxis(out, 0, axis)
+
+
+def resample_matrix(
+    kind: str, in_size: int, lo: float, hi: float, out_size: int, antialias: bool
+) -> np.ndarray:
+    """``resample_axis`` as an (out_size, in_size) float32 matrix (on the host): row ``o``
+    holds output pixel ``o``'s weights at their (clamped) source indices, the taps that clamp
+    to one index summed. ``matrix @ data`` resamples the first axis of ``data``: the GPU
+    resize is two such products (``resize.separable_resize``)."""
+    if kind == NEAREST:
+        index = _nearest_taps(in_size, lo, hi, out_size)[:, None]
+        coeffs = np.ones((out_size, 1), np.float32)
+    else:
+        index, coeffs = _weights(kind, in_size, lo, hi, out_size, antialias)
+    matrix = np.zeros((out_size, in_size), np.float32)
+    rows = np.arange(out_size)
+    for k in range(index.shape[1]):  # one index per row and tap: no repeated (row, col) pair
+        matrix[rows, index[:, k]] += coeffs[:, k]
+    return matrix

@@ -1,9 +1,14 @@
-"""``fn.warp_affine`` / ``ops.WarpAffine``: DALI's affine warp of HWC images on the CPU.
+"""``fn.warp_affine`` / ``ops.WarpAffine``: DALI's affine warp of HWC images, on the CPU and the
+GPU.
 
 The kernel hands the 2x3 matrix to ``warp.affine``, the sampler of ``fn.rotate``: linear uint8
 by ``cv2.warpAffine``, the rest as DALI's float32 source points (its running sums along each
 row) sampled by OpenCV's ``remap`` (float32 bilinear, or DALI's ``floor`` for nearest); see
 warp.py.
+
+The GPU kernel (``device="gpu"``) is ``warp.warp_affine`` on the CuPy image, as rotate's: the
+matrix (a matrix input, on the GPU then, is read back to the host: 6 numbers) and DALI's CPU
+source points on the host, DALI's sampling formulas on the device (warp.py's docstring).
 
 Decisions and traps, checked against DALI 2.4 (``warp_affine.cc``, ``warp_affine_params.h``,
 ``warp_param_provider.h``) and by running it:
@@ -193,35 +198,49 @@ class WarpAffineImpl(MovesTargets):
         out_h, out_w = round_size(args["size"], (height, width))
         return Geometry.inverse_of(m, (width, height), (out_w, out_h))
 
-    def cpu(
-        self,
-        image: np.ndarray,
-        mtx: np.ndarray | None = None,
-        *,
-        matrix: tuple[float, ...] | None,
-        size: tuple[float, float] | None,
-        inverse_map: bool,
-        interp_type: types.DALIInterpType,
-        fill_value: float | None,
-        dtype: types.DALIDataType | None,
-        **_: Any,
-    ) -> np.ndarray:
-        m = source_matrix(mtx, matrix, inverse_map)
-        out_dtype = image.dtype if dtype is None else dtype.numpy
-        if out_dtype not in _TYPES:
-            names = ", ".join(t.name for t in _TYPES)
-            raise ValueError(f"dtype must be one of {names}, got {out_dtype.name}")
-        out_size = round_size(size, image.shape[:2])
-        interp = warp.NEAREST if interp_type == types.INTERP_NN else warp.LINEAR
+    def cpu(self, image: np.ndarray, mtx: np.ndarray | None = None, **args: Any) -> np.ndarray:
+        m, out_size, interp, out_dtype = _warp_plan(image, mtx, **args)
         return warp.affine(
             image,
             m,
             out_size,
             interp=interp,
-            fill=fill_value,
+            fill=args["fill_value"],
             dtype=out_dtype,
             cv2=self.cv2,
         )
+
+    def gpu(self, image: Any, mtx: Any = None, **args: Any) -> Any:
+        """The GPU kernel: DALI's formulas (``warp.warp_affine``) on the device of ``image``
+        (a matrix input arrives on the GPU too: it is read on the host, 6 numbers)."""
+        if mtx is not None:
+            mtx = backend.to_cpu(mtx)
+        m, out_size, interp, out_dtype = _warp_plan(image, mtx, **args)
+        return warp.warp_affine(
+            image, m, out_size, interp=interp, fill=args["fill_value"], dtype=out_dtype
+        )
+
+
+def _warp_plan(
+    image: Any,
+    mtx: np.ndarray | None,
+    *,
+    matrix: tuple[float, ...] | None,
+    size: tuple[float, float] | None,
+    inverse_map: bool,
+    interp_type: types.DALIInterpType,
+    dtype: types.DALIDataType | None,
+    **_: Any,
+) -> tuple[np.ndarray, tuple[int, int], str, np.dtype]:
+    """What both kernels warp with: the matrix, the output (H, W), the sampling and the type."""
+    m = source_matrix(mtx, matrix, inverse_map)
+    out_dtype = image.dtype if dtype is None else dtype.numpy
+    if out_dtype not in _TYPES:
+        names = ", ".join(t.name for t in _TYPES)
+        raise ValueError(f"dtype must be one of {names}, got {out_dtype.name}")
+    out_size = round_size(size, image.shape[:2])
+    interp = warp.NEAREST if interp_type == types.INTERP_NN else warp.LINEAR
+    return m, out_size, interp, out_dtype
 
 
 register(
@@ -229,6 +248,7 @@ register(
         name="warp_affine",
         class_name="WarpAffine",
         impl=WarpAffineImpl,
+        devices=("cpu", "gpu"),
         min_inputs=1,
         max_inputs=2,
         accepts=[

@@ -21,6 +21,12 @@ kernel is ``cv2.warpPerspective`` with DALI's arguments turned into OpenCV's the
   OpenCV 5.0; another OpenCV version (DALI bundles its own) may round differently. Speed: the
   same OpenCV call, about 1.0x DALI's.
 - Sequences (FHWC) and CHW are not supported (DALI's CPU operator refuses CHW too).
+- No GPU kernel yet (DALI 2.4 has one: CV-CUDA's WarpPerspective, float coordinates and
+  weights): warp.py's xp-generic sampler (rotate's and warp_affine's GPU kernel) would take the
+  homography's points, but the CPU kernel is OpenCV's (coordinates quantized to 1/32 pixel,
+  fixed-point bilinear weights, its cubic, the reflect/wrap borders), which that sampler does
+  not compute, and the CPU's tolerance against DALI's CPU is 0: a GPU kernel needs the cubic
+  and the borders first, and its own measured tolerance against the CPU.
 
 Targets (``fn.experimental.warp_perspective([images, masks, boxes, labels], matrix=...)``;
 targets.py): ``geometry`` holds the 3x3 homography: OpenCV's matrix (``opencv_matrix``, so

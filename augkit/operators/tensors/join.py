@@ -19,6 +19,11 @@ Speed: joining along an axis whose rows are short (HWC images along C: 3 + 3 byt
 ``cat`` moves the bytes with ``cv2.merge`` (as 4/2/1-byte words, so any type; 120 µs, ~3x
 DALI's CPU ``cat``), up to 64 bytes per output row, where NumPy's block copies catch up.
 ``stack`` is NumPy's (block copies; bound by the memory traffic).
+
+GPU (``device="gpu"``, issue 18): the kernels take the samples' array module
+(``backend.array_module``: CuPy): ``stack`` is ``xp.stack`` (``gpu = cpu``), ``cat`` is
+``xp.concatenate`` without OpenCV (the checks and the axis are worked out from the shapes on
+the host). Both copy bytes unchanged, so the GPU's outputs equal the CPU's.
 """
 
 from __future__ import annotations
@@ -74,7 +79,9 @@ class Stack(_Join):
             )
         if axis_name is not None and ndim and len(layout) != ndim:
             raise ValueError("axis_name needs inputs with a layout (or scalar inputs)")
-        return np.stack(samples, axis=axis)
+        return backend.array_module(samples[0]).stack(samples, axis=axis)
+
+    gpu = cpu
 
     def out_layout(self, in_layout: str, in_ndim: int, out_ndim: int, args: dict) -> str:
         name = args["axis_name"]
@@ -100,6 +107,13 @@ class Cat(_Join):
         return axis_index(args["axis"], ndim)
 
     def cpu(self, *samples: Any, layout: str, **args: Any) -> Any:
+        return self._cat(samples, layout, self.cv2, **args)
+
+    def gpu(self, *samples: Any, layout: str, **args: Any) -> Any:
+        """``xp.concatenate`` on the samples' device (no OpenCV)."""
+        return self._cat(samples, layout, None, **args)
+
+    def _cat(self, samples: Sequence[Any], layout: str, cv2: Any, **args: Any) -> Any:
         _check_same(samples)
         ndim = samples[0].ndim
         if ndim == 0:
@@ -113,11 +127,11 @@ class Cat(_Join):
                         f"({axis}): input 0 has shape {samples[0].shape}, input {k} "
                         f"{s.shape}"
                     )
-        if self.cv2 is not None and len(samples) > 1:
-            out = _merge(self.cv2, samples, axis)
+        if cv2 is not None and len(samples) > 1:
+            out = _merge(cv2, samples, axis)
             if out is not None:
                 return out
-        return np.concatenate(samples, axis=axis)
+        return backend.array_module(samples[0]).concatenate(samples, axis=axis)
 
     def out_layout(self, in_layout: str, in_ndim: int, out_ndim: int, args: dict) -> str:
         return in_layout
@@ -164,6 +178,7 @@ register(
     OperatorSchema(
         name="stack",
         class_name="Stack",
+        devices=("cpu", "gpu"),
         impl=Stack,
         min_inputs=1,
         max_inputs=None,
@@ -182,6 +197,7 @@ register(
     OperatorSchema(
         name="cat",
         class_name="Cat",
+        devices=("cpu", "gpu"),
         impl=Cat,
         min_inputs=1,
         max_inputs=None,

@@ -18,6 +18,11 @@ Decisions and traps (DALI 2.4, measured on its CPU backend):
   inserted into the input's layout at the new axis (for scalars, the layout is ``axis_name``;
   otherwise the input needs a layout, as in DALI); without ``axis_name``, no layout (even when
   the input has one).
+
+GPU (``device="gpu"``, issue 18): the kernel is written against the sample's array module
+(``backend.array_module``: CuPy), ``gpu = cpu``: ``on``/``off`` are converted on the host
+(NumPy scalars, moved as 0-d arrays of the output type), the comparison with ``xp.arange``
+classes and ``xp.where`` run on the device.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from augkit import types
+from augkit import backend, types
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
@@ -80,7 +85,8 @@ class OneHot(TensorOperator):
         on, off = static_cast(on_value, kind), static_cast(off_value, kind)
         if sample.dtype.kind not in "biuf":
             raise ValueError(f"class indices must be numbers, got type {sample.dtype}")
-        values = np.asarray(sample).reshape(()) if scalars else np.asarray(sample)
+        xp = backend.array_module(sample)
+        values = sample.reshape(()) if scalars else sample
         ndim = values.ndim
         if values.size * num_classes > 2**31 - 1:
             raise ValueError(
@@ -90,12 +96,12 @@ class OneHot(TensorOperator):
         if not 0 <= where <= ndim:
             raise ValueError(f"axis {axis} is out of range [-1, {ndim}] for {ndim}-D inputs")
         with np.errstate(invalid="ignore"):
-            index = np.trunc(values).astype(np.int64) if values.dtype.kind == "f" else values
-        classes = np.arange(num_classes).reshape((-1,) + (1,) * (ndim - where))
-        hot = np.expand_dims(index, where) == classes
-        out = np.full(hot.shape, off, kind)
-        out[hot] = on
-        return out
+            index = xp.trunc(values).astype(np.int64) if values.dtype.kind == "f" else values
+        classes = xp.arange(num_classes).reshape((-1,) + (1,) * (ndim - where))
+        hot = xp.expand_dims(index, where) == classes
+        return xp.where(hot, xp.asarray(on), xp.asarray(off))  # 0-d arrays of ``kind``
+
+    gpu = cpu
 
     def out_layout(self, in_layout: str, in_ndim: int, out_ndim: int, args: dict) -> str:
         name = args["axis_name"]
@@ -118,6 +124,7 @@ register(
         name="one_hot",
         class_name="OneHot",
         impl=OneHot,
+        devices=("cpu", "gpu"),
         doc=(
             "One-hot encodes class indices along a new axis of ``num_classes`` entries "
             "(``on_value`` at the class, ``off_value`` elsewhere). Samples of one element are "

@@ -28,6 +28,13 @@ Decisions and traps (DALI 2.4, measured on its CPU backend):
 - ``squeeze``: ``axes`` (per sample too) or ``axis_names``, exactly one; every removed axis
   must have extent 1. A negative axis is refused: DALI 2.4 silently removes nothing for
   ``axes=-1``. The removed axes' letters leave the layout.
+
+GPU (``device="gpu"``, issue 18): the four have ``gpu`` kernels on the sample's array module
+(``backend.array_module``: CuPy): ``reshape`` (a view; a shape given as the second input is
+read on the host), ``expand_dims`` and ``squeeze`` (views) are ``gpu = cpu``; ``transpose`` is
+``xp.ascontiguousarray(xp.transpose(...))`` (OpenCV's fast path is the CPU's only). Shapes,
+permutations and layouts are worked out on the host. ``SameBatchSize``'s check serves both
+devices (``gpu_batch = cpu_batch``).
 """
 
 from __future__ import annotations
@@ -66,6 +73,8 @@ class SameBatchSize:
         if len(set(sizes)) > 1:
             raise ValueError(f"the inputs must have one batch size, got batches of {sizes}")
         return None
+
+    gpu_batch = cpu_batch
 
 
 class TensorOperator(SameBatchSize, SampleOperator):
@@ -192,6 +201,14 @@ class Transpose(TensorOperator):
                 )
         return np.ascontiguousarray(np.transpose(sample, perm))
 
+    def gpu(self, sample: Any, **_: Any) -> Any:
+        """``xp.transpose`` on the sample's device, made contiguous (a copy, as on the CPU)."""
+        xp = backend.array_module(sample)
+        perm = self.permutation(sample.ndim)
+        if perm == tuple(range(sample.ndim)):
+            return sample
+        return xp.ascontiguousarray(xp.transpose(sample, perm))
+
     def out_layout(self, in_layout: str, in_ndim: int, out_ndim: int, args: dict) -> str:
         if args["output_layout"] is not None:
             return args["output_layout"]
@@ -205,7 +222,7 @@ register(
         name="transpose",
         class_name="Transpose",
         impl=Transpose,
-        devices=("cpu",),
+        devices=("cpu", "gpu"),
         doc=(
             "Reorders the dimensions: output axis i is input axis ``perm[i]`` (no ``perm``: "
             "reversed). The layout is permuted the same way unless ``transpose_layout`` is "
@@ -321,7 +338,7 @@ class Reshape(TensorOperator):
         **_: Any,
     ) -> Any:
         if shape_input is not None:
-            values = np.asarray(shape_input)
+            values = backend.to_cpu(shape_input)  # a few numbers: read on the host
             if values.ndim > 1 or values.dtype.kind not in "iu":
                 raise ValueError(
                     f"the shape input must be a 1-D array of integers, got shape "
@@ -329,7 +346,9 @@ class Reshape(TensorOperator):
                 )
             shape = tuple(int(v) for v in values.reshape(-1))
         out = new_shape(tuple(sample.shape), shape, rel_shape, src_dims)
-        return np.asarray(sample).reshape(out)
+        return sample.reshape(out)  # a view, on the sample's device
+
+    gpu = cpu
 
     def out_layout(self, in_layout: str, in_ndim: int, out_ndim: int, args: dict) -> str:
         if args["layout"] is not None:
@@ -347,6 +366,7 @@ register(
         name="reshape",
         class_name="Reshape",
         impl=Reshape,
+        devices=("cpu", "gpu"),
         min_inputs=1,
         max_inputs=2,
         validate=_check_reshape,
@@ -412,7 +432,9 @@ class ExpandDims(TensorOperator):
                     f"axis {a} is out of range: the output has {out_ndim} dimensions "
                     f"({sample.ndim} + {len(axes)} new)"
                 )
-        return np.expand_dims(sample, tuple(axes)) if axes else sample
+        return backend.array_module(sample).expand_dims(sample, tuple(axes)) if axes else sample
+
+    gpu = cpu
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         if index == 0 and self.args["new_axis_names"] and len(layout) != sample.ndim:
@@ -442,6 +464,7 @@ register(
         name="expand_dims",
         class_name="ExpandDims",
         impl=ExpandDims,
+        devices=("cpu", "gpu"),
         validate=_check_expand,
         doc=(
             "Inserts dimensions of extent 1 at the output positions ``axes``; "
@@ -479,7 +502,9 @@ class Squeeze(TensorOperator):
                 f"cannot remove axes {wrong} of a sample of shape {tuple(sample.shape)}: only "
                 f"axes of extent 1 can be squeezed"
             )
-        return np.squeeze(sample, axis=axes) if axes else sample
+        return backend.array_module(sample).squeeze(sample, axis=axes) if axes else sample
+
+    gpu = cpu
 
     def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
         return {"layout": inputs[0].layout()}
@@ -501,6 +526,7 @@ register(
         name="squeeze",
         class_name="Squeeze",
         impl=Squeeze,
+        devices=("cpu", "gpu"),
         validate=_check_squeeze,
         doc=(
             "Removes dimensions of extent 1, given as ``axes`` (per sample too) or as layout "
