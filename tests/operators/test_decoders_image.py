@@ -303,5 +303,6 @@ def test_mixed_decodes_to_the_gpu_or_says_why_not(image_dir, photo_paths):
     (images,) = pipe.run()
     assert images.device == "gpu"
     expected = pillow(np.fromfile(photo_paths[0], np.uint8))
-    tolerance = FAST_TOLERANCE if jpeg.fast_backend() else {}
-    assert_close(images.as_cpu().at(0), expected, tolerance)
+    # nvJPEG (torchvision's CUDA decoder) against Pillow: tests/operators/test_gpu_decoder.py's
+    # bar (mean 2 levels, max 96)
+    assert_close(images.as_cpu().at(0), expected, {"atol": 96, "mean_atol": 2.0})

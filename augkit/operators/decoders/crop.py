@@ -25,6 +25,12 @@ Rules (DALI 2.4, checked against its outputs):
 - The decoder's own arguments are ``decoders.image``'s, except ``dct_downscale_hint`` (a
   scaled decode would move the window) and ``on_error`` (a skipped sample would need the
   reader to re-draw a window; use ``decoders.image`` then ``fn.crop``/``fn.slice`` for that).
+
+``device="mixed"``: the batch is decoded as ``decoders.image(device="mixed")`` decodes it
+(JPEGs whole on the GPU with torchvision's nvJPEG, the rest on the CPU; ``nvjpeg.py``), and the
+window is cut by slicing the CuPy array (one copy on the GPU); an image the CPU decoded is cut
+there and only its window is copied to the GPU. The windows are the CPU path's (they depend on
+the image's shape and the sample's stream only), the pixels nvJPEG's.
 """
 
 from __future__ import annotations
@@ -34,7 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from augkit import kinds
+from augkit import backend, kinds
+from augkit.errors import AugkitError
+from augkit.operators.base import RunContext
 from augkit.operators.decoders.image import ImageDecoder, decode_image
 from augkit.operators.geometric.crop import CROP_ARGS, crop_request, crop_window
 from augkit.operators.geometric.crop_window import random_crop_window, to_range, to_ratio_range
@@ -58,6 +66,7 @@ from augkit.operators.registry import (
     to_bool,
     to_int,
 )
+from augkit.tensors import TensorList
 
 _NOT_HERE = ("dct_downscale_hint", "on_error")
 _DECODER_ARGS = tuple(a for a in REGISTRY["decoders.image"].args if a.name not in _NOT_HERE)
@@ -74,9 +83,11 @@ _ENCODED = InputSpec(
 _OUTPUT = fixed_kinds(OutputSpec(kind=kinds.IMAGE, ndim=3, layout="HWC", what="decoded HWC images"))
 
 
-def _cut(image: np.ndarray, anchor: Sequence[int], size: Sequence[int], name: str) -> np.ndarray:
+def _cut(image: Any, anchor: Sequence[int], size: Sequence[int], name: str) -> Any:
+    """The window of ``image`` (NumPy or CuPy), contiguous."""
+    xp = backend.array_module(image)
     try:
-        return np.ascontiguousarray(take_window(image, anchor, size, "error", lambda r: r))
+        return xp.ascontiguousarray(take_window(image, anchor, size, "error", lambda r: r))
     except ValueError:
         raise ValueError(
             f"{name}: the window (anchor {tuple(anchor)}, shape {tuple(size)}, layout HWC) "
@@ -104,9 +115,46 @@ class _CropDecoder(ImageDecoder):
     def window(self, image: np.ndarray, *extra: Any, **args: Any) -> tuple[list[int], list[int]]:
         raise NotImplementedError
 
+    def cpu_decoder(self) -> Any:
+        args = self.args
+        return lambda data: decode_image(
+            data, args["output_type"], args["adjust_orientation"], None, args.get("max_pixels")
+        )
+
+    def mixed_batch(
+        self, ctx: RunContext, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList] | None:
+        """The batch decoded at once (``ImageDecoder.decode_mixed``), then each sample's window
+        cut where its image is (GPU or CPU) and placed on the GPU; errors name the first
+        sample that fails, at whichever step, as the per-sample kernels do."""
+        n = len(inputs[0]) if inputs else 0
+        if not n:
+            return None
+        images = self.decode_mixed(ctx, inputs[0])
+        streams = ctx.streams(self.stream_key, n) if self.random else None
+        results = []
+        for i, image in enumerate(images):
+            if isinstance(image, BaseException):
+                raise self.fail(f"{type(image).__name__}: {image}", i, inputs) from image
+            args = self.sample_args(arg_inputs, i)
+            if streams is not None:
+                args = {**args, "rng": streams.generator(i)}
+            extra = [x._samples[i] for x in inputs[1:]]
+            try:
+                anchor, size = self.window(image, *extra, **args)
+                out = _cut(image, anchor, size, self.op_name)
+            except AugkitError:
+                raise
+            except Exception as exc:
+                raise self.fail(f"{type(exc).__name__}: {exc}", i, inputs) from exc
+            results.append((self.place(out),))
+        return self.outputs_of(results, list(inputs))
+
     def mixed(self, data: np.ndarray, *extra: np.ndarray, **args: Any) -> Any:
-        """DALI's "mixed" device: decoded and cut on the CPU, then copied to the GPU."""
-        return self._to_gpu(self.cpu(data, *extra, **args))
+        """One sample of the "mixed" device (what ``mixed_batch`` does for a batch)."""
+        image = super().mixed(data, **args)
+        anchor, size = self.window(image, *extra, **args)
+        return _cut(image, anchor, size, self.op_name)
 
     def cpu(
         self,

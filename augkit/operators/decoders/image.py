@@ -37,8 +37,15 @@ Rules, where DALI's decoders (libjpeg-turbo, nvJPEG, libtiff...) leave a choice:
   that it reduces (and more for small targets: 1.3 at 150×150). That is over the 0.5 accuracy
   bar of the default path, hence opt-in.
 
-``device="mixed"`` decodes on the CPU as well and hands the image to the GPU (a CuPy array), so a
-pipeline written for DALI's mixed decoder runs unchanged; it needs CuPy and a CUDA device.
+``device="mixed"`` decodes JPEGs on the GPU (``decoders/nvjpeg.py``: torchvision's batched
+nvJPEG decoder, one call per batch, the output an HWC CuPy array per sample handed over through
+DLPack without a copy) and everything else on the CPU, per sample, then copies it to the GPU:
+PNG, BMP, TIFF, WebP..., CMYK/12-bit JPEGs, JPEGs with an orientation only Pillow reads, and
+any file nvJPEG refuses (a failed batch is retried file by file, so one bad file does not send
+the batch to the CPU). The output types, the EXIF orientation, ``max_pixels`` and the errors
+(``on_error``) are the CPU path's; nvJPEG's pixels differ from libjpeg's by its IDCT and chroma
+upsampling (torchvision's own bar: a mean of under 2 levels). It needs CuPy, a CUDA device and
+a CUDA build of torchvision (without torchvision every file takes the CPU route).
 
 Bad files (the whole table, with DALI's behaviour beside it, is in ``docs/errors.md``):
 
@@ -73,6 +80,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import struct
 import warnings
@@ -84,7 +92,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from augkit import backend, kinds, types
 from augkit.operators.base import RunContext, SampleOperator, finish
-from augkit.operators.decoders import jpeg
+from augkit.operators.decoders import jpeg, nvjpeg
 from augkit.operators.registry import (
     Arg,
     InputSpec,
@@ -319,10 +327,19 @@ def decode_image(
 
 class ImageDecoder(SampleOperator):
     """The decoder; with ``on_error="skip"`` a screening operator
-    (``augkit.operators.screening``: ``screen`` decodes, a bad file is ``Rejected``)."""
+    (``augkit.operators.screening``: ``screen`` decodes, a bad file is ``Rejected``).
+
+    ``device="mixed"``: the batch kernel ``mixed_batch`` decodes the batch's JPEGs on the GPU
+    (``nvjpeg.decode_images``) and the rest on the CPU; ``gpu_decode_device`` (None: the
+    pipeline's ``cuda:<device_id>``) is the torch device it decodes on: tests set it to "cpu"
+    to run the mixed kernels' code on a machine without a GPU (outputs then stay NumPy)."""
+
+    gpu_decode_device: str | None = None
 
     def setup(self) -> None:
         self._device_id = 0
+        if self.device == "mixed":
+            nvjpeg.unavailable_reason()  # imports torch and torchvision here, at build
 
     def screens(self) -> bool:
         return self.args["on_error"] == "skip"
@@ -354,20 +371,106 @@ class ImageDecoder(SampleOperator):
     ) -> np.ndarray:
         return decode_image(data, output_type, adjust_orientation, dct_downscale_hint, max_pixels)
 
+    # --- device="mixed" --------------------------------------------------------------------
+
+    def torch_device(self) -> str:
+        """The torch device the mixed kernels decode on."""
+        return self.gpu_decode_device or f"cuda:{self._device_id}"
+
+    def cpu_decoder(self) -> Any:
+        """The CPU decode of one sample's bytes with this operator's arguments: the mixed
+        kernels' fall-back for what the GPU decoder does not read."""
+        args = self.args
+        return functools.partial(
+            decode_image,
+            output_type=args["output_type"],
+            adjust_orientation=args["adjust_orientation"],
+            dct_downscale_hint=args.get("dct_downscale_hint"),
+            max_pixels=args.get("max_pixels", DEFAULT_MAX_PIXELS),
+        )
+
+    def decode_mixed(self, ctx: RunContext, batch: TensorList) -> list[Any]:
+        """Each sample of ``batch`` decoded (JPEGs on the GPU, the rest on the CPU: a CuPy or a
+        NumPy array, see ``place``), or the exception that says why it cannot be."""
+        self._device_id = ctx.device_id or 0
+        samples = batch._samples
+        values: list[Any] = [None] * len(samples)
+        good = []
+        for i, sample in enumerate(samples):
+            try:
+                self.check_input(0, sample, batch.layout())
+                good.append(i)
+            except ValueError as exc:
+                values[i] = exc
+        decoded, _ = nvjpeg.decode_images(
+            [samples[i] for i in good],
+            self.torch_device(),
+            self.cpu_decoder(),
+            self.args["output_type"],
+            self.args["adjust_orientation"],
+            self.args.get("max_pixels", DEFAULT_MAX_PIXELS),
+            ctx.map,
+        )
+        for i, value in zip(good, decoded, strict=True):
+            values[i] = value
+        return values
+
+    def place(self, image: Any) -> Any:
+        """A decoded sample where the mixed decoder's outputs live: on the GPU (a NumPy array
+        from the CPU fall-back is copied there), or read-only NumPy when decoding on "cpu"."""
+        if backend.is_gpu_array(image):
+            return image
+        if self.torch_device() == "cpu":
+            return finish(image)
+        return backend.to_gpu(image, self._device_id)
+
+    def mixed_batch(
+        self, ctx: RunContext, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
+    ) -> list[TensorList] | None:
+        """The whole batch at once (one batched GPU decode); the first sample that cannot be
+        decoded raises, named, as the per-sample kernels do."""
+        if not inputs or not len(inputs[0]):
+            return None
+        values = self.decode_mixed(ctx, inputs[0])
+        for i, value in enumerate(values):
+            if isinstance(value, BaseException):
+                raise self.fail(f"{type(value).__name__}: {value}", i, inputs) from value
+        return self.outputs_of([(self.place(v),) for v in values], list(inputs))
+
+    def mixed(self, data: np.ndarray, **args: Any) -> Any:
+        """One sample of DALI's "mixed" decoder (what ``mixed_batch`` does for a batch)."""
+        (value,), _ = nvjpeg.decode_images(
+            [data],
+            self.torch_device(),
+            self.cpu_decoder(),
+            args["output_type"],
+            args["adjust_orientation"],
+            args.get("max_pixels", DEFAULT_MAX_PIXELS),
+        )
+        if isinstance(value, BaseException):
+            raise value
+        return self.place(value)
+
+    # --- screening (on_error="skip") -------------------------------------------------------
+
     def screen(self, ctx: RunContext, batch: TensorList) -> list[Any]:
-        """Each sample of ``batch`` decoded on the CPU, or ``Rejected`` with the reason (plain
-        words) why it cannot be: what ``on_error="skip"`` runs, in the reader's read stage of a
-        pipeline (``Reader.attach_screen``), or here in debug mode and eager calls."""
+        """Each sample of ``batch`` decoded (on the CPU, or as the mixed kernels decode), or
+        ``Rejected`` with the reason (plain words) why it cannot be: what ``on_error="skip"``
+        runs, in the reader's read stage of a pipeline (``Reader.attach_screen``), or here in
+        debug mode and eager calls."""
+        if self.device == "mixed":
+            return [
+                Rejected(_rejection(v)) if isinstance(v, BaseException) else v
+                for v in self.decode_mixed(ctx, batch)
+            ]
 
         def one(i: int) -> Any:
             sample = batch._samples[i]
             try:
                 self.check_input(0, sample, batch.layout())
                 return self.cpu(sample, **self.args)
-            except ValueError as exc:
-                return Rejected(str(exc))
-            except Exception as exc:  # not a plain decode failure: say what it was
-                return Rejected(f"{type(exc).__name__}: {exc}")
+            except Exception as exc:
+                return Rejected(_rejection(exc))
 
         return ctx.map(one, len(batch))
 
@@ -381,21 +484,24 @@ class ImageDecoder(SampleOperator):
         values = ctx.notes.screened.get(self.name)
         if values is None:  # no reader screened it: debug mode, eager calls
             values = ctx.notes.screened[self.name] = self.screen(ctx, batch)
-        place = finish if self.device == "cpu" else self._to_gpu
+        place = finish if self.device == "cpu" else self.place
         return [keep_screened(ctx, self.name, batch, values, place, "HWC", np.uint8)]
 
     def _to_gpu(self, image: np.ndarray) -> Any:
         return backend.to_gpu(image, self._device_id)
-
-    def mixed(self, data: np.ndarray, **args: Any) -> Any:
-        """DALI's "mixed" decoder: decoded on the CPU here, then copied to the GPU."""
-        return self._to_gpu(self.cpu(data, **args))
 
     def output_layout(self, index: int, inputs: Sequence[TensorList]) -> str:
         return "HWC"
 
     def empty_dtype(self, index: int) -> Any:
         return np.uint8
+
+
+def _rejection(exc: BaseException) -> str:
+    """Why a sample is skipped: a plain decode failure's own words, else what it was."""
+    if isinstance(exc, ValueError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
 
 
 _COMPAT = "accepted for DALI compatibility; no effect in augkit"
@@ -429,7 +535,8 @@ register(
             'layout "HWC". ``output_type`` chooses RGB (default), BGR, GRAY (one channel) or '
             "ANY_DATA (the file's own channels); the EXIF orientation is applied unless "
             '``adjust_orientation=False``. ``device="mixed"`` returns the images on the GPU '
-            "(decoded on the CPU). A file that cannot be decoded raises an error naming the "
+            "(JPEGs decoded there with nvJPEG through torchvision, other formats on the CPU). "
+            "A file that cannot be decoded raises an error naming the "
             "sample and its file."
         ),
         args=[
