@@ -150,13 +150,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             "viewer",
             "conditionals",
             "ray",
+            "gpu",
         ),
         default="all",
         help="what to run: the workloads' table, the per-operator table, the PyTorch "
         "iterator's cost (benchmarks/iterator.py), images with their targets "
         "(benchmarks/targets.py), the viewer's speed (benchmarks/viewer.py), the cost of a "
         "per-sample if (benchmarks/conditionals.py), read_pipeline against the same pipeline "
-        "in-process (benchmarks/ray_stage.py), or all of them (default)",
+        "in-process (benchmarks/ray_stage.py), or all of them (default); gpu (augkit on the GPU "
+        "against the CPU, benchmarks/gpu.py) runs only when asked for",
     )
     parser.add_argument(
         "--ops",
@@ -798,6 +800,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchmarks import ray_stage
 
         status = max(status, ray_stage.main(["--data", str(args.data)]))
+    if args.only == "gpu":
+        from benchmarks import gpu
+
+        status = max(status, gpu.main(["--data", str(args.data)]))
     return status
 
 

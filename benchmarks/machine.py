@@ -34,14 +34,7 @@ def machine_info(root: Path, blocks_max: int) -> list[str]:
         nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
     except OSError:
         nproc = str(len(os.sched_getaffinity(0)))
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
     commit = subprocess.run(
         ["git", "-C", str(root), "describe", "--always", "--dirty"],
         capture_output=True,
@@ -54,6 +47,17 @@ def machine_info(root: Path, blocks_max: int) -> list[str]:
         f"{PIL.__version__} (blocks_max {blocks_max}), torch {torch_version}, augkit at "
         f"{commit or 'unknown commit'}",
     ]
+
+
+def cpu_model() -> str:
+    """The processor's model name (``/proc/cpuinfo``), else what ``platform`` says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def load_average() -> str:
