@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
+import sys
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from augkit.backend import gpu_unavailable_reason
+from augkit import backend
+
+FAKE_GPU = os.environ.get("AUGKIT_FAKE_GPU") == "1"
+"""Run the GPU path on ``tests/fake_cupy`` (CuPy's rules on NumPy's arithmetic), as ``make
+test`` does for the ``gpu`` tests not marked ``cuda``."""
+if FAKE_GPU:
+    from tests import fake_cupy
+
+    fake_cupy.install()
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 IMAGES = ROOT / "data" / "images"
@@ -31,12 +43,36 @@ def photos(photo_paths: list[pathlib.Path]) -> list[np.ndarray]:
     return [np.asarray(Image.open(p).convert("RGB")) for p in picked]
 
 
+@pytest.fixture
+def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """``tests/fake_cupy`` as ``cupy`` (one CUDA device, CuPy's rules) for one test."""
+    from tests import fake_cupy
+
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy.cupy)
+    backend._cupy.cache_clear()
+    backend.gpu_unavailable_reason.cache_clear()
+    yield fake_cupy.cupy
+    monkeypatch.undo()
+    backend._cupy.cache_clear()
+    backend.gpu_unavailable_reason.cache_clear()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip tests marked ``gpu`` where no CUDA device and CuPy are usable, saying why."""
-    reason = gpu_unavailable_reason()
+    """Skip tests marked ``gpu`` where no CUDA device and CuPy are usable, saying why; on the
+    fake GPU (``AUGKIT_FAKE_GPU=1``) skip those marked ``cuda`` too."""
+    reason = backend.gpu_unavailable_reason()
+    if FAKE_GPU:
+        skip = pytest.mark.skip(
+            reason="needs CUDA itself (torch CUDA tensors, nvJPEG): AUGKIT_FAKE_GPU runs the "
+            "GPU path on tests/fake_cupy, CuPy's rules without a device"
+        )
+        for item in items:
+            if "cuda" in item.keywords:
+                item.add_marker(skip)
+        return
     if reason is None:
         return
     skip = pytest.mark.skip(reason=f"needs a GPU: {reason}")
     for item in items:
-        if "gpu" in item.keywords:
+        if "gpu" in item.keywords or "cuda" in item.keywords:
             item.add_marker(skip)

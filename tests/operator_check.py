@@ -192,6 +192,19 @@ def _assert_same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]], name: str) 
                 )
 
 
+def arg_batch(values: Sequence[Any]) -> list[np.ndarray]:
+    """Per-sample argument values as one batch for ``fn.external_source``, whose samples must
+    share a rank: where scalars and pairs are mixed (``anchor=-1`` for one sample, ``(0, 4)``
+    for another, as eager mode takes them), the scalars are broadcast to the pairs' shape,
+    which is what a scalar means for such arguments."""
+    arrays = [np.asarray(v) for v in values]
+    shapes = {a.shape for a in arrays if a.ndim}
+    if len(shapes) == 1 and any(a.ndim == 0 for a in arrays):
+        (shape,) = shapes
+        arrays = [np.broadcast_to(a, shape).copy() if a.ndim == 0 else a for a in arrays]
+    return arrays
+
+
 def gpu_matches_cpu(
     name: str,
     inputs: list[np.ndarray],
@@ -217,9 +230,7 @@ def gpu_matches_cpu(
             data = fn.external_source(source=lambda: list(inputs), layout=layout)
             kwargs = dict(args or {})
             for key, values in (arg_inputs or {}).items():
-                kwargs[key] = fn.external_source(
-                    source=lambda values=values: [np.asarray(v) for v in values]
-                )
+                kwargs[key] = fn.external_source(source=lambda values=values: arg_batch(values))
             pipe.set_outputs(fn_operator(name)(data, device=device, **kwargs))
         (results[device],) = pipe.run()
     cpu, gpu = results["cpu"], results["gpu"]

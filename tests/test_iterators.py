@@ -356,6 +356,7 @@ def test_samples_of_different_shapes_are_an_error():
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 def test_gpu_pipeline_gives_cuda_tensors():
     @pipeline_def(batch_size=2, num_threads=1, device_id=0, seed=1)
     def pipe():

@@ -329,6 +329,7 @@ def test_gpu_mixed_decoder_matches_the_cpu_decoder(photo_paths, output_type):
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 def test_gpu_decode_jpegs_on_cuda(photo_bytes):
     tensors = nvjpeg.decode_jpegs(photo_bytes, "cuda:0", "RGB")
     assert all(t is not None and t.is_cuda for t in tensors)

@@ -52,7 +52,13 @@ from augkit.operators.filters.morphology import Dilate, Erode, MedianBlur
 from augkit.operators.geometric.distortions import JitterImpl, SphereImpl, WaterImpl
 from augkit.tensors import TensorList
 from tests import operator_check
-from tests.operator_check import CUPY_BRANCHES, distance, gpu_matches_cpu, per_sample
+from tests.operator_check import (
+    CUPY_BRANCHES,
+    arg_batch,
+    distance,
+    gpu_matches_cpu,
+    per_sample,
+)
 
 SEED = 7  # jitter: the same seed on both devices (gpu_matches_cpu's too)
 
@@ -524,9 +530,7 @@ def _filter_gpu_matches_cpu(case: Case, images: list[np.ndarray]) -> None:
                 )
             kwargs = dict(case.args)
             for key, values in case.arg_inputs.items():
-                kwargs[key] = fn.external_source(
-                    source=lambda values=values: [np.asarray(v) for v in values]
-                )
+                kwargs[key] = fn.external_source(source=lambda values=values: arg_batch(values))
             pipe.set_outputs(fn.filter(*nodes, device=device, **kwargs))
         (results[device],) = pipe.run()
     cpu, gpu = results["cpu"], results["gpu"]

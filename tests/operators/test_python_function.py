@@ -343,6 +343,7 @@ def test_gpu_python_function_gets_cupy_arrays(pairs):
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 def test_gpu_dl_tensor_python_function_gets_cuda_capsules(pairs):
     import cupy
 
@@ -398,6 +399,7 @@ def test_gpu_python_function_batch_mode_and_numpy_results_land_on_the_gpu(pairs)
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda
 def test_gpu_torch_python_function_gets_cuda_tensors(pairs):
     first, _ = pairs
 
