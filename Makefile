@@ -47,8 +47,12 @@ lint: venv
 
 # The docstrings' examples of augkit/ run too (--doctest-modules); paths given here replace
 # pyproject's testpaths, so tests/ is named.
+# Then the GPU path once more, on tests/fake_cupy (CuPy's rules on NumPy, no device needed): the
+# gpu-marked tests of the files that have them, less those marked cuda (tests/conftest.py).
+GPU_TEST_FILES = $(shell grep -rl "pytest.mark.gpu" tests --include='*.py')
 test: lint
 	$(BIN)/python -m pytest --doctest-modules augkit tests $(if $(NOTEBOOKS),--nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(NOTEBOOKS))
+	AUGKIT_FAKE_GPU=1 $(BIN)/python -m pytest -m gpu -q $(GPU_TEST_FILES)
 
 format: venv
 	$(BIN)/ruff check --fix $(LINT_PATHS)

@@ -13,7 +13,7 @@ Same answers as the normal pipeline, bit for bit, by construction:
 - every node runs through the same execution core (``augkit.core.Engine.run_node``): the same
   kernels on the same inputs, with the same thread pool, the same data kinds;
 - operator ``k`` of an iteration (the k-th operator call of the definition, counted as the
-  tracer counts them: transfers and arithmetic included, constants not) gets the seed the
+  tracer counts them: arithmetic included, constants and transfers not) gets the seed the
   traced graph gives its k-th node, ``operator_seed(pipeline_seed, k)``, unless it was given
   ``seed=``, and its streams are keyed by the pipeline's shard (its first reader's
   ``shard_id``). Random values are keyed by (that seed, shard, iteration, sample);
@@ -172,8 +172,9 @@ class DebugSession:
         return data
 
     def append(self, node: OperatorNode) -> None:
-        if node.schema.role == "conditional":
-            # A branch's split or merge: no seed, no state, not counted (as in the graph).
+        if not node.schema.seeded:
+            # A branch's split or merge, or a transfer: no seed, no state, not counted (as in
+            # the graph).
             impl = make_impl(node, self._seed, 0, self.shard or 0)
         else:
             position = self._position

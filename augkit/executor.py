@@ -91,11 +91,12 @@ class Executor:
         }
         for node in nodes:
             check_device(node, engine.device_id)
-        # A conditional's splits and merges take no seed: an `if` (and which variables its
-        # branches read) changes no seed of the operators after it.
-        numbered = sorted({n.id for n in (*trace, *nodes) if n.schema.role != "conditional"})
+        # A conditional's splits and merges and the copies between host and GPU take no seed:
+        # an `if` (and which variables its branches read), or where data moves to the GPU,
+        # changes no seed of the operators after it.
+        numbered = sorted({n.id for n in (*trace, *nodes) if n.schema.seeded})
         ordinal = {node_id: k for k, node_id in enumerate(numbered)}
-        ordinal.update({n.id: 0 for n in nodes if n.schema.role == "conditional"})
+        ordinal.update({n.id: 0 for n in nodes if not n.schema.seeded})
         self.shard = pipeline_shard(nodes)
         self._seed, self._ordinal = seed, ordinal
         self.impls: dict[int, OperatorImpl] = {

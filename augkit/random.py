@@ -5,8 +5,11 @@ The rule that makes results independent of thread counts, worker counts, debug v
 mode and scheduling, and different on every shard of a data set:
 
 1. A pipeline with ``seed=-1`` draws one seed from the OS; any other seed is used as given.
-2. Operator ``k`` (counted in the order operators were created while the pipeline was defined)
-   gets ``operator_seed(pipeline_seed, k)``, unless it was given ``seed=`` itself.
+2. Operator ``k`` (counted in the order operators were created while the pipeline was defined;
+   conditionals' splits and merges and the copies between host and GPU, ``.gpu()``/``.cpu()``
+   explicit or implied by ``device="gpu"``, are not counted, so a seed gives the same draws on
+   either device) gets ``operator_seed(pipeline_seed, k)``, unless it was given ``seed=``
+   itself.
 3. Its random streams are keyed by ``stream_key(operator_seed, shard)``, where ``shard`` is the
    pipeline's shard: the ``shard_id`` of its first reader (0 when it has none). Two pipelines
    that differ only in ``shard_id`` (two ranks of one DDP job) therefore draw different

@@ -127,3 +127,31 @@ def test_run_keyed_draws_by_the_samples_ids_whatever_their_batch():
     with pytest.raises(augkit.GraphError, match="2 sample ids for a batch of 3 samples"):
         b.feed_input("x", data[:3])
         b.run_keyed([0, 1])
+
+
+def test_moving_data_to_the_gpu_changes_no_operator_seed(fake_gpu):
+    """The copies to the GPU (``.gpu()``, or implied by ``device="gpu"`` on CPU data) take no
+    creation ordinal, so a random operator draws the same on either device, and the operators
+    after a copy keep their seeds (on tests/fake_cupy: CuPy's rules, no device needed)."""
+    images = [
+        np.random.default_rng(i).integers(0, 255, (40 + i, 50, 3), np.uint8) for i in range(3)
+    ]
+
+    def run(where: str, debug: bool = False) -> list[np.ndarray]:
+        @pipeline_def(batch_size=3, num_threads=1, device_id=0, seed=11, debug=debug)
+        def crops():
+            data = fn.external_source(source=lambda: images, layout="HWC")
+            if where == "explicit":
+                data = data.gpu()
+            device = "cpu" if where == "cpu" else "gpu"
+            crop = fn.random_resized_crop(data, size=16, interp_type=types.INTERP_NN, device=device)
+            return crop, fn.random.uniform(range=(-30.0, 30.0))
+
+        crop, angle = crops().run()
+        return [*(np.asarray(crop.as_cpu().at(i)) for i in range(3)), angle.as_array()]
+
+    want = run("cpu")
+    for where in ("implied", "explicit"):
+        for debug in (False, True):
+            for a, b in zip(want, run(where, debug), strict=True):
+                np.testing.assert_array_equal(b, a, err_msg=f"{where}, debug={debug}")

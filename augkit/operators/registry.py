@@ -243,6 +243,11 @@ class OperatorSchema:
             without inputs (DALI's ``fn.external_source(source, num_outputs)``).
         outputs_as_list: ``outputs_as_list(args)``: the call returns its outputs as a list,
             even a list of one (DALI's external source with ``num_outputs`` given).
+        numbered: the operator takes a creation ordinal, from which its seed comes
+            (``augkit.random``). False for the copies between host and GPU (``.gpu()``,
+            ``.cpu()``, made implicitly by ``device="gpu"`` on CPU data), so that where data
+            moves changes no operator's random draws; conditionals' splits and merges take
+            none either (``seeded``).
     """
 
     name: str
@@ -264,6 +269,7 @@ class OperatorSchema:
     role: str = "operator"
     positional: tuple[str, ...] = ()
     outputs_as_list: Callable[[dict[str, Any]], bool] | None = None
+    numbered: bool = True
     arguments: dict[str, Arg] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -275,6 +281,12 @@ class OperatorSchema:
     def public(self) -> bool:
         """Whether the operator is in ``fn``, ``ops`` and ``eager`` (not internal)."""
         return self.role not in ("internal", "conditional")
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the operator takes a creation ordinal (and so a seed): not a conditional's
+        split or merge, nor a transfer (``numbered``)."""
+        return self.numbered and self.role != "conditional"
 
     @property
     def makes_batches(self) -> bool:

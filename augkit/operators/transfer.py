@@ -36,6 +36,7 @@ register(
         devices=("gpu",),
         role="internal",
         output_kinds=keeps_kind,
+        numbered=False,
     )
 )
 register(
@@ -47,6 +48,7 @@ register(
         devices=("cpu",),
         role="internal",
         output_kinds=keeps_kind,
+        numbered=False,
     )
 )
 
