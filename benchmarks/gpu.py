@@ -273,14 +273,17 @@ def check_decoder(root: Path, limit: int = 64) -> DecodeCheck | str:
     """The mixed decoder's pixels against the CPU decoder's, on up to ``limit`` photos."""
     from augkit import backend
     from augkit.operators.decoders import nvjpeg
-    from augkit.operators.decoders.image import decode_image
+    from augkit.operators.decoders.image import ImageDecoder, decode_image
 
     reason = backend.gpu_unavailable_reason() or nvjpeg.unavailable_reason()
     if reason is not None:
         return f"not run: {reason}"
     paths = sorted(p for p in root.rglob("*") if p.suffix.lower() in (".jpg", ".jpeg"))[:limit]
     datas = [np.fromfile(p, np.uint8) for p in paths]
-    values, via = nvjpeg.decode_images(datas, "cuda:0", decode_image)
+    # ImageDecoder.gpu_decode_device: "cpu" where tests run this on tests/fake_cupy
+    values, via = nvjpeg.decode_images(
+        datas, ImageDecoder.gpu_decode_device or "cuda:0", decode_image
+    )
     means, maxes = [], []
     for data, value in zip(datas, values, strict=True):
         if isinstance(value, BaseException):

@@ -102,6 +102,25 @@ def test_the_degraded_report_has_the_cpu_rows_and_says_no_gpu(tmp_path):
     assert "DALI on the GPU" in text and "`--quick`" in text
 
 
+def test_the_gpu_rows_run_on_the_fake_gpu(fake_gpu, monkeypatch, tmp_path):
+    """Every GPU row of the benchmark, on tests/fake_cupy (CuPy's rules, no device) with the
+    mixed decoder's torchvision code on torch's CPU device: what the device run will do, short
+    of CUDA itself. No timing is asserted."""
+    from augkit.operators.decoders.image import ImageDecoder
+
+    monkeypatch.setattr(ImageDecoder, "gpu_decode_device", "cpu")
+    out = tmp_path / "gpu.md"
+    assert bg.main(["--quick", "--data", str(ROOT / "data" / "images"), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "tests/fake_cupy (no device)" in text and "degraded" not in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+    gpu = [r for r in rows if bg.GPU_LABEL in r]
+    assert len(gpu) == len(bg.WORKLOADS)
+    for row in gpu:
+        assert "not available" not in row, row
+        assert float(row.split("|")[3].strip().split(" ")[0]) > 0, row
+
+
 def test_a_missing_gpu_kernel_is_named_not_a_crash(monkeypatch):
     schema = REGISTRY["resize"]
     monkeypatch.setitem(REGISTRY, "resize", dataclasses.replace(schema, devices=("cpu",)))
