@@ -15,6 +15,7 @@ and checks what a user would check of any operator:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -205,6 +206,42 @@ def arg_batch(values: Sequence[Any]) -> list[np.ndarray]:
     return arrays
 
 
+def run_on_both_devices(
+    name: str,
+    inputs: Sequence[Sequence[np.ndarray]],
+    *,
+    layouts: Sequence[str],
+    args: dict[str, Any] | None = None,
+    arg_inputs: dict[str, list[Any]] | None = None,
+) -> tuple[Any, Any]:
+    """Operator ``name`` on ``inputs`` (one list of per-sample arrays per positional input,
+    each with its layout) with device="cpu" and with device="gpu", in pipelines of the same
+    seed on a CUDA device. Returns the two output batches (CPU, GPU), having checked that the
+    GPU one is on the GPU with the CPU one's layout and dtype."""
+    results = {}
+    for device in ("cpu", "gpu"):
+        pipe = Pipeline(
+            batch_size=len(inputs[0]),
+            num_threads=2,
+            device_id=0 if device == "gpu" else None,
+            seed=7,
+        )
+        with pipe:
+            data = [
+                fn.external_source(source=lambda x=x: list(x), layout=layout)
+                for x, layout in zip(inputs, layouts, strict=True)
+            ]
+            kwargs = dict(args or {})
+            for key, values in (arg_inputs or {}).items():
+                kwargs[key] = fn.external_source(source=lambda values=values: arg_batch(values))
+            pipe.set_outputs(fn_operator(name)(*data, device=device, **kwargs))
+        (results[device],) = pipe.run()
+    cpu, gpu = results["cpu"], results["gpu"]
+    assert gpu.device == "gpu", f"{name}: the GPU run produced {gpu.device} data"
+    assert gpu.layout() == cpu.layout() and gpu.dtype == cpu.dtype
+    return cpu, gpu
+
+
 def gpu_matches_cpu(
     name: str,
     inputs: list[np.ndarray],
@@ -218,24 +255,9 @@ def gpu_matches_cpu(
     and assert that the two give the same batch: equal integers, floats within 1e-6, or, with
     ``atol``, any value within ``atol`` (a GPU kernel that computes in float32 where the CPU
     kernel uses OpenCV's fixed point: the tolerance the CPU kernel holds against DALI)."""
-    results = {}
-    for device in ("cpu", "gpu"):
-        pipe = Pipeline(
-            batch_size=len(inputs),
-            num_threads=2,
-            device_id=0 if device == "gpu" else None,
-            seed=7,
-        )
-        with pipe:
-            data = fn.external_source(source=lambda: list(inputs), layout=layout)
-            kwargs = dict(args or {})
-            for key, values in (arg_inputs or {}).items():
-                kwargs[key] = fn.external_source(source=lambda values=values: arg_batch(values))
-            pipe.set_outputs(fn_operator(name)(data, device=device, **kwargs))
-        (results[device],) = pipe.run()
-    cpu, gpu = results["cpu"], results["gpu"]
-    assert gpu.device == "gpu", f"{name}: the GPU run produced {gpu.device} data"
-    assert gpu.layout() == cpu.layout() and gpu.dtype == cpu.dtype
+    cpu, gpu = run_on_both_devices(
+        name, [inputs], layouts=[layout], args=args, arg_inputs=arg_inputs
+    )
     for i in range(len(inputs)):
         want, got = cpu.at(i), gpu.at(i)
         assert got.shape == want.shape, (name, i, got.shape, want.shape)
@@ -263,6 +285,16 @@ CUPY_BRANCHES = _CupyBranches()
 """An array module for ``run_gpu_kernel`` that turns every ``xp is np`` shortcut off."""
 
 
+def eager_operator(name: str) -> Callable[..., Any]:
+    """``augkit.eager.<name>`` for a dotted name such as ``"noise.gaussian"``."""
+    from augkit import eager
+
+    target: Any = eager
+    for part in name.split("."):
+        target = getattr(target, part)
+    return target
+
+
 def run_gpu_kernel(
     monkeypatch: Any,
     impl: type,
@@ -281,7 +313,7 @@ def run_gpu_kernel(
     others (``fn.cat``; lists of arrays take ``layout``, TensorLists keep theirs); ``args``
     may hold lists (per-sample values). Asserts that the gpu kernel ran once per sample.
     Returns the outputs as NumPy arrays."""
-    from augkit import backend, eager
+    from augkit import backend
     from augkit.tensors import TensorList
 
     calls = []
@@ -294,9 +326,7 @@ def run_gpu_kernel(
     with monkeypatch.context() as patch:
         patch.setattr(impl, "cpu", kernel)
         patch.setattr(backend, "array_module", lambda x: xp)
-        function = eager
-        for part in name.split("."):
-            function = getattr(function, part)
+        function = eager_operator(name)
         batches = [
             x if isinstance(x, TensorList) else TensorList(list(x), layout)
             for x in (images, *more_inputs)
@@ -330,3 +360,128 @@ def within(
 def per_sample(*values: Any, dtype: Any = np.float32) -> list[np.ndarray]:
     """One array per sample: a per-sample argument's values."""
     return [np.asarray(v, dtype) for v in values]
+
+
+# --- the cases of tests/operators/test_gpu_*.py ------------------------------------------------
+# Inputs made from the session's photos (uint8 HWC RGB of different sizes).
+
+
+def as_uint8(photos: list[np.ndarray]) -> list[np.ndarray]:
+    return list(photos)
+
+
+def as_float(photos: list[np.ndarray]) -> list[np.ndarray]:
+    return [(p / np.float32(255)).astype(np.float32) for p in photos]
+
+
+def as_int16(photos: list[np.ndarray]) -> list[np.ndarray]:
+    return [p.astype(np.int16) * 3 - 200 for p in photos]
+
+
+def as_uint16(photos: list[np.ndarray]) -> list[np.ndarray]:
+    return [p.astype(np.uint16) * 257 for p in photos]
+
+
+def as_chw(photos: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.ascontiguousarray(p.transpose(2, 0, 1)) for p in photos]
+
+
+def as_gray(photos: list[np.ndarray]) -> list[np.ndarray]:
+    """HWC with one channel (the green one)."""
+    return [p[..., 1:2].copy() for p in photos]
+
+
+def as_sequences(photos: list[np.ndarray]) -> list[np.ndarray]:
+    """FHWC: three frames of a photo's corners each (the photos differ in size)."""
+    return [np.stack([p[:120, :160], p[40:160, :160], p[-120:, -160:]]) for p in photos]
+
+
+@dataclass
+class GpuCase:
+    """One call of an operator whose ``gpu`` kernel is checked against its ``cpu`` kernel on
+    NumPy (``run_gpu_kernel``), within ``max_diff`` everywhere and ``mean_diff`` on average
+    (0, 0: equal), and in a pipeline on a CUDA device (``gpu_matches_cpu``). A file whose
+    operators take more inputs subclasses it and overrides ``more_inputs``."""
+
+    id: str
+    name: str
+    """The operator, dotted as in ``eager``: "noise.gaussian"."""
+    impl: type
+    inputs: Callable[[list[np.ndarray]], list[np.ndarray]] = as_uint8
+    layout: str = "HWC"
+    args: dict[str, Any] = field(default_factory=dict)
+    arg_inputs: dict[str, list[Any]] = field(default_factory=dict)
+    """Per-sample arguments, one value per sample."""
+    max_diff: float = 0.0
+    mean_diff: float = 0.0
+
+    def call_args(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        """The call's arguments, per-sample ones as lists, ``overrides`` replacing them."""
+        return {**self.args, **{k: list(v) for k, v in self.arg_inputs.items()}, **overrides}
+
+    def more_inputs(self, images: list[np.ndarray]) -> list[Any]:
+        """The positional inputs after ``images`` (batches)."""
+        return []
+
+    def run_cpu(self, images: list[np.ndarray], **overrides: Any) -> list[np.ndarray]:
+        """The case through ``augkit.eager`` with its CPU kernel."""
+        from augkit.tensors import TensorList
+
+        first = TensorList(list(images), self.layout)
+        args = self.call_args(overrides)
+        out = eager_operator(self.name)(first, *self.more_inputs(images), **args)
+        return [np.array(out.at(i)) for i in range(len(images))]
+
+    def run_gpu(
+        self, monkeypatch: Any, images: list[np.ndarray], xp: Any, **overrides: Any
+    ) -> list[np.ndarray]:
+        """The case with the operator's ``gpu`` kernel in place of its ``cpu`` kernel, on
+        NumPy arrays, the kernel's array module being ``xp`` (``run_gpu_kernel``)."""
+        return run_gpu_kernel(
+            monkeypatch,
+            self.impl,
+            self.name,
+            images,
+            xp,
+            layout=self.layout,
+            args=self.call_args(overrides),
+            more_inputs=self.more_inputs(images),
+        )
+
+    def within(self, want: list[np.ndarray], got: list[np.ndarray]) -> bool:
+        return within(want, got, self.max_diff, self.mean_diff)
+
+    def assert_gpu_matches_cpu(
+        self, photos: list[np.ndarray], args: dict[str, Any] | None = None
+    ) -> None:
+        """``gpu_matches_cpu`` on a CUDA device, within ``max_diff`` (``args``: instead of the
+        case's own)."""
+        gpu_matches_cpu(
+            self.name,
+            self.inputs(photos),
+            layout=self.layout,
+            args=self.args if args is None else args,
+            arg_inputs=self.arg_inputs,
+            atol=self.max_diff,
+        )
+
+    def assert_matches(self, want: list[np.ndarray], got: list[np.ndarray]) -> None:
+        largest, mean = distance(want, got)  # also: equal shapes and dtypes
+        assert largest <= self.max_diff, (
+            f"{self.id}: largest difference {largest} > {self.max_diff}"
+        )
+        assert mean <= self.mean_diff, f"{self.id}: mean difference {mean} > {self.mean_diff}"
+
+    def assert_not_vacuous(
+        self, photos: list[np.ndarray], monkeypatch: Any, wrong: dict[str, Any]
+    ) -> None:
+        """The GPU kernel meets the case's bound with the right arguments and leaves it given
+        a slightly ``wrong`` one: the bound can fail."""
+        images = self.inputs(photos)
+        want = self.run_cpu(images)
+        assert self.within(want, self.run_gpu(monkeypatch, images, CUPY_BRANCHES))
+        assert not self.within(want, self.run_gpu(monkeypatch, images, CUPY_BRANCHES, **wrong))
+
+
+def case_by_id(cases: Sequence[GpuCase], case_id: str) -> Any:
+    return next(c for c in cases if c.id == case_id)

@@ -35,7 +35,6 @@ degree off, a swapped colour order) breaks these bounds.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,42 +48,28 @@ from augkit.operators.filters.gaussian_blur import GaussianBlur
 from augkit.operators.filters.laplacian import Laplacian
 from augkit.tensors import TensorList
 from tests import operator_check
-from tests.operator_check import CUPY_BRANCHES, distance, gpu_matches_cpu, per_sample
+from tests.operator_check import (
+    GpuCase,
+    as_chw,
+    as_float,
+    as_gray,
+    as_int16,
+    as_sequences,
+    as_uint8,
+    as_uint16,
+    case_by_id,
+    per_sample,
+)
 
 # --- inputs -------------------------------------------------------------------------------------
-
-
-def _uint8(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return list(photos)
-
-
-def _float(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [(p / np.float32(255)).astype(np.float32) for p in photos]
 
 
 def _float64(photos: list[np.ndarray]) -> list[np.ndarray]:
     return [p / 255.0 for p in photos]
 
 
-def _int16(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [p.astype(np.int16) * 3 - 200 for p in photos]
-
-
-def _uint16(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [p.astype(np.uint16) * 257 for p in photos]
-
-
 def _rgba(photos: list[np.ndarray]) -> list[np.ndarray]:
     return [np.concatenate([p, p[..., :1] // 2], axis=-1) for p in photos]
-
-
-def _sequences(photos: list[np.ndarray]) -> list[np.ndarray]:
-    """FHWC: three frames of a photo's corner each (the photos differ in size)."""
-    return [np.stack([p[:120, :160], p[40:160, :160], p[-120:, -160:]]) for p in photos]
-
-
-def _chw(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [np.ascontiguousarray(p.transpose(2, 0, 1)) for p in photos]
 
 
 def _volumes(photos: list[np.ndarray]) -> list[np.ndarray]:
@@ -102,10 +87,6 @@ def _tiny(photos: list[np.ndarray]) -> list[np.ndarray]:
     ]
 
 
-def _gray(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [p[..., 1:2].copy() for p in photos]
-
-
 def _ycbcr(photos: list[np.ndarray]) -> list[np.ndarray]:
     """YCbCr images as the CPU converts them (inputs of the YCbCr -> * conversions)."""
     batch = TensorList(list(photos), "HWC")
@@ -115,19 +96,7 @@ def _ycbcr(photos: list[np.ndarray]) -> list[np.ndarray]:
 
 # --- the cases ------------------------------------------------------------------------------
 
-
-@dataclass
-class Case:
-    id: str
-    name: str
-    impl: type
-    inputs: Callable[[list[np.ndarray]], list[np.ndarray]] = _uint8
-    layout: str = "HWC"
-    args: dict[str, Any] = field(default_factory=dict)
-    arg_inputs: dict[str, list[Any]] = field(default_factory=dict)
-    max_diff: float = 0.0
-    mean_diff: float = 0.0
-
+Case = GpuCase
 
 # gaussian_blur's bounds (tests/dali_parity/cases_filters.py).
 _LEVEL = {"max_diff": 1, "mean_diff": 2e-4}
@@ -152,7 +121,7 @@ COLOR_CASES = [
             "value": per_sample(1.0, 0.9, 1.2, 0.5, 1.0, 1.7),
         },
     ),
-    Case("hsv_float_in_uint8_out", "hsv", ColorTwist, _float, args={"hue": 45.0}),
+    Case("hsv_float_in_uint8_out", "hsv", ColorTwist, as_float, args={"hue": 45.0}),
     Case(
         "hsv_float_out",
         "hsv",
@@ -161,12 +130,12 @@ COLOR_CASES = [
     ),
     Case("hsv_int16_out", "hsv", ColorTwist, args={"saturation": 2.0, "dtype": types.INT16}),
     Case("hsv_rgba", "hsv", ColorTwist, _rgba, args={"hue": 90.0, "saturation": 0.4}),
-    Case("hsv_sequences", "hsv", ColorTwist, _sequences, "FHWC", {"hue": 15.0, "value": 1.4}),
+    Case("hsv_sequences", "hsv", ColorTwist, as_sequences, "FHWC", {"hue": 15.0, "value": 1.4}),
     Case(
         "hue_per_sample", "hue", ColorTwist, arg_inputs={"hue": per_sample(-200, 15, 90, 370, 0, 1)}
     ),
-    Case("hue_float", "hue", ColorTwist, _float, args={"hue": 123.0}),
-    Case("hue_int16", "hue", ColorTwist, _int16, args={"hue": -45.0}),
+    Case("hue_float", "hue", ColorTwist, as_float, args={"hue": 123.0}),
+    Case("hue_int16", "hue", ColorTwist, as_int16, args={"hue": -45.0}),
     Case(
         "saturation_per_sample",
         "saturation",
@@ -195,7 +164,7 @@ COLOR_CASES = [
         "color_twist_float",
         "color_twist",
         ColorTwist,
-        _float,
+        as_float,
         args={"hue": -20.0, "saturation": 1.3, "brightness": 0.9, "contrast": 1.2},
     ),
     Case(
@@ -204,12 +173,12 @@ COLOR_CASES = [
         ColorTwist,
         args={"hue": 10.0, "contrast": 0.8, "dtype": types.FLOAT},
     ),
-    Case("color_twist_int16", "color_twist", ColorTwist, _int16, args={"contrast": 0.5}),
+    Case("color_twist_int16", "color_twist", ColorTwist, as_int16, args={"contrast": 0.5}),
     Case(
         "color_twist_uint16_to_uint8",
         "color_twist",
         ColorTwist,
-        _uint16,
+        as_uint16,
         args={"brightness": 0.01, "hue": 20.0, "dtype": types.UINT8},
     ),
 ]
@@ -254,21 +223,26 @@ BLUR_CASES = [
         **_FLOAT_OUT,
     ),
     Case(
-        "blur_float_input", "gaussian_blur", GaussianBlur, _float, args={"sigma": 2.0}, **_FLOAT_IN
+        "blur_float_input",
+        "gaussian_blur",
+        GaussianBlur,
+        as_float,
+        args={"sigma": 2.0},
+        **_FLOAT_IN,
     ),
-    Case("blur_chw", "gaussian_blur", GaussianBlur, _chw, "CHW", {"sigma": 1.5}, **_LEVEL),
+    Case("blur_chw", "gaussian_blur", GaussianBlur, as_chw, "CHW", {"sigma": 1.5}, **_LEVEL),
     Case(
         "blur_sequences",
         "gaussian_blur",
         GaussianBlur,
-        _sequences,
+        as_sequences,
         "FHWC",
         {"sigma": 1.1},
         **_LEVEL,
     ),
     Case("blur_volume", "gaussian_blur", GaussianBlur, _volumes, "DHWC", {"sigma": 1.0}, **_LEVEL),
-    Case("blur_uint16", "gaussian_blur", GaussianBlur, _uint16, args={"sigma": 0.9}, **_UINT16),
-    Case("blur_int16", "gaussian_blur", GaussianBlur, _int16, args={"sigma": 1.7}, **_LEVEL),
+    Case("blur_uint16", "gaussian_blur", GaussianBlur, as_uint16, args={"sigma": 0.9}, **_UINT16),
+    Case("blur_int16", "gaussian_blur", GaussianBlur, as_int16, args={"sigma": 1.7}, **_LEVEL),
     Case("blur_tiny_borders", "gaussian_blur", GaussianBlur, _tiny, "", {"sigma": 3.0}, **_TINY),
     Case("blur_window_of_one", "gaussian_blur", GaussianBlur, args={"window_size": (1, 1)}),
 ]
@@ -277,9 +251,9 @@ _CSC_LEVEL = {"max_diff": 1, "mean_diff": 2e-4}
 _CSC_FLOAT = {"max_diff": 2e-6, "mean_diff": 2e-6}
 
 
-def _csc(src: str, dst: str, inputs: Callable = _uint8, **bounds: float) -> Case:
+def _csc(src: str, dst: str, inputs: Callable = as_uint8, **bounds: float) -> Case:
     return Case(
-        f"csc_{src}_to_{dst}_{inputs.__name__.strip('_')}",
+        f"csc_{src}_to_{dst}_{inputs.__name__.strip('_').removeprefix('as_')}",
         "color_space_conversion",
         ColorSpaceConversion,
         inputs,
@@ -290,7 +264,7 @@ def _csc(src: str, dst: str, inputs: Callable = _uint8, **bounds: float) -> Case
 
 CSC_CASES = [
     _csc("RGB", "BGR"),
-    _csc("BGR", "RGB", _float),
+    _csc("BGR", "RGB", as_float),
     _csc("RGB", "RGB"),
     _csc("RGB", "GRAY"),
     _csc("BGR", "GRAY"),
@@ -299,11 +273,11 @@ CSC_CASES = [
     _csc("YCbCr", "RGB", _ycbcr, **_CSC_LEVEL),
     _csc("YCbCr", "BGR", _ycbcr, **_CSC_LEVEL),
     _csc("YCbCr", "GRAY", _ycbcr, **_CSC_LEVEL),
-    _csc("GRAY", "RGB", _gray),
-    _csc("GRAY", "BGR", _gray),
-    _csc("GRAY", "YCbCr", _gray, **_CSC_LEVEL),
-    _csc("RGB", "YCbCr", _float, **_CSC_FLOAT),
-    _csc("RGB", "GRAY", _float, **_CSC_FLOAT),
+    _csc("GRAY", "RGB", as_gray),
+    _csc("GRAY", "BGR", as_gray),
+    _csc("GRAY", "YCbCr", as_gray, **_CSC_LEVEL),
+    _csc("RGB", "YCbCr", as_float, **_CSC_FLOAT),
+    _csc("RGB", "GRAY", as_float, **_CSC_FLOAT),
     _csc("YCbCr", "RGB", _float64, **_CSC_FLOAT),
 ]
 
@@ -342,7 +316,7 @@ LAPLACIAN_CASES = [
         "laplacian_scale_float",
         "laplacian",
         Laplacian,
-        _float,
+        as_float,
         args={"scale": (0.5, 2.0)},
         **_LAPLACE_FLOAT,
     ),
@@ -355,46 +329,12 @@ CASES = COLOR_CASES + BLUR_CASES + CSC_CASES + LAPLACIAN_CASES
 # --- running ------------------------------------------------------------------------------------
 
 
-def within_case(case: Case, want: list[np.ndarray], got: list[np.ndarray]) -> bool:
-    return operator_check.within(want, got, case.max_diff, case.mean_diff)
-
-
-def run_cpu(case: Case, images: list[np.ndarray], **overrides: Any) -> list[np.ndarray]:
-    """The case through ``augkit.eager`` with device="cpu" (``overrides`` replace arguments)."""
-    args = {**case.args, **{k: list(v) for k, v in case.arg_inputs.items()}, **overrides}
-    out = getattr(eager, case.name)(TensorList(list(images), case.layout), **args)
-    return [np.array(out.at(i)) for i in range(len(images))]
-
-
-def run_gpu_kernel(
-    monkeypatch: pytest.MonkeyPatch,
-    case: Case,
-    images: list[np.ndarray],
-    xp: Any,
-    **overrides: Any,
-) -> list[np.ndarray]:
-    """The case with the operator's ``gpu`` kernel in place of its ``cpu`` kernel, on NumPy
-    arrays, the kernel's array module being ``xp`` (``operator_check.run_gpu_kernel``)."""
-    args = {**case.args, **{k: list(v) for k, v in case.arg_inputs.items()}, **overrides}
-    return operator_check.run_gpu_kernel(
-        monkeypatch, case.impl, case.name, images, xp, layout=case.layout, args=args
-    )
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_gpu_kernel_on_numpy_matches_cpu(
     case: Case, photos: list[np.ndarray], xp: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     images = case.inputs(photos)
-    want = run_cpu(case, images)
-    got = run_gpu_kernel(monkeypatch, case, images, xp)
-    largest, mean = distance(want, got)
-    assert largest <= case.max_diff, f"{case.id}: largest difference {largest} > {case.max_diff}"
-    assert mean <= case.mean_diff, f"{case.id}: mean difference {mean} > {case.mean_diff}"
-
-
-def _case(case_id: str) -> Case:
-    return next(c for c in CASES if c.id == case_id)
+    case.assert_matches(case.run_cpu(images), case.run_gpu(monkeypatch, images, xp))
 
 
 @pytest.mark.parametrize(
@@ -419,13 +359,7 @@ def test_tolerances_are_not_vacuous(
 ) -> None:
     """A GPU kernel given a slightly wrong argument falls outside the case's bounds, which the
     right argument meets."""
-    case = _case(case_id)
-    images = case.inputs(photos)
-    want = run_cpu(case, images)
-    assert within_case(case, want, run_gpu_kernel(monkeypatch, case, images, CUPY_BRANCHES))
-    assert not within_case(
-        case, want, run_gpu_kernel(monkeypatch, case, images, CUPY_BRANCHES, **wrong)
-    )
+    case_by_id(CASES, case_id).assert_not_vacuous(photos, monkeypatch, wrong)
 
 
 @pytest.mark.parametrize("op", ["eq", "ne", "lt", "le", "gt", "ge"])
@@ -458,11 +392,4 @@ def test_comparisons_take_the_array_modules_ufuncs(
 def test_gpu_matches_cpu(case: Case, photos: list[np.ndarray]) -> None:
     """device="gpu" against device="cpu" in a pipeline, within the case's largest difference
     (``atol``; 0: equal integers, floats within 1e-6)."""
-    gpu_matches_cpu(
-        case.name,
-        case.inputs(photos),
-        layout=case.layout,
-        args=case.args,
-        arg_inputs=case.arg_inputs,
-        atol=case.max_diff,
-    )
+    case.assert_gpu_matches_cpu(photos)

@@ -38,14 +38,13 @@ Tolerances (``Case.max_diff``/``mean_diff``):
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pytest
 
-from augkit import Pipeline, backend, eager, fn, types
+from augkit import backend, types
 from augkit.operators.color.equalize import Equalize
 from augkit.operators.filters.filter import Filter
 from augkit.operators.filters.morphology import Dilate, Erode, MedianBlur
@@ -54,10 +53,17 @@ from augkit.tensors import TensorList
 from tests import operator_check
 from tests.operator_check import (
     CUPY_BRANCHES,
-    arg_batch,
+    GpuCase,
+    as_chw,
+    as_float,
+    as_gray,
+    as_int16,
+    as_sequences,
+    as_uint16,
+    case_by_id,
     distance,
-    gpu_matches_cpu,
     per_sample,
+    run_on_both_devices,
 )
 
 SEED = 7  # jitter: the same seed on both devices (gpu_matches_cpu's too)
@@ -65,37 +71,8 @@ SEED = 7  # jitter: the same seed on both devices (gpu_matches_cpu's too)
 # --- inputs -------------------------------------------------------------------------------------
 
 
-def _uint8(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return list(photos)
-
-
-def _float(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [(p / np.float32(255)).astype(np.float32) for p in photos]
-
-
-def _gray(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [p[..., 1:2].copy() for p in photos]
-
-
 def _hw(photos: list[np.ndarray]) -> list[np.ndarray]:
     return [p[..., 0].copy() for p in photos]
-
-
-def _uint16(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [p.astype(np.uint16) * 257 for p in photos]
-
-
-def _int16(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [p.astype(np.int16) * 3 - 200 for p in photos]
-
-
-def _chw(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [np.ascontiguousarray(p.transpose(2, 0, 1)) for p in photos]
-
-
-def _sequences(photos: list[np.ndarray]) -> list[np.ndarray]:
-    """FHWC: three frames of a photo's corners each (the photos differ in size)."""
-    return [np.stack([p[:120, :160], p[40:160, :160], p[-120:, -160:]]) for p in photos]
 
 
 def _flat_channel(photos: list[np.ndarray]) -> list[np.ndarray]:
@@ -121,18 +98,22 @@ _MIXED = _filters((3, 3), (3, 5), (5, 3), (1, 7), (4, 4), (2, 6))
 _LARGE = _filters(*[(15, 11)] * 6)  # OpenCV filters these through a DFT (>= 130 taps)
 
 
-@dataclass(frozen=True)
-class Case:
-    id: str
-    name: str
-    impl: type
-    inputs: Callable[[list[np.ndarray]], list[np.ndarray]] = _uint8
-    layout: str = "HWC"
-    args: dict[str, Any] = field(default_factory=dict)
-    arg_inputs: dict[str, list[Any]] = field(default_factory=dict)
-    max_diff: float = 0.0
-    mean_diff: float = 0.0
-    extra: tuple[list[np.ndarray], ...] = ()  # fn.filter's filters and fill values
+@dataclass
+class Case(GpuCase):
+    extra: tuple[list[np.ndarray], ...] = ()
+    """fn.filter's filters and fill values: more positional inputs, one array per sample."""
+
+    def call_args(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        args = super().call_args(overrides)
+        if self.impl is JitterImpl:
+            args.setdefault("seed", SEED)
+        return args
+
+    def more_inputs(self, images: list[np.ndarray]) -> list[Any]:
+        return [TensorList(list(x), "") for x in self.extra_inputs(len(images))]
+
+    def extra_inputs(self, n: int) -> list[list[np.ndarray]]:
+        return [[np.asarray(x) for x in values[:n]] for values in self.extra]
 
 
 # water/sphere linear uint8 (see the module docstring).
@@ -167,7 +148,7 @@ DISPLACEMENT_CASES = [
         "water_float_linear",
         "water",
         WaterImpl,
-        _float,
+        as_float,
         args={"ampl_x": 2.5, "interp_type": types.INTERP_LINEAR},
         **_LINEAR_FLOAT,
     ),
@@ -176,11 +157,11 @@ DISPLACEMENT_CASES = [
         "sphere_linear_gray",
         "sphere",
         SphereImpl,
-        _gray,
+        as_gray,
         args={"interp_type": types.INTERP_LINEAR},
         **_LINEAR,
     ),
-    Case("sphere_float_mask", "sphere", SphereImpl, _float, arg_inputs={"mask": _MASKS}),
+    Case("sphere_float_mask", "sphere", SphereImpl, as_float, arg_inputs={"mask": _MASKS}),
     Case("jitter_default", "jitter", JitterImpl),
     Case(
         "jitter_n5_fill_mask",
@@ -193,7 +174,7 @@ DISPLACEMENT_CASES = [
         "jitter_linear_float",
         "jitter",
         JitterImpl,
-        _float,
+        as_float,
         args={"nDegree": 3, "interp_type": types.INTERP_LINEAR},
         **_LINEAR_FLOAT,
     ),
@@ -209,12 +190,12 @@ MORPHOLOGY_CASES = [
             "window_size": per_sample((5, 3), (3, 5), 7, 1, (1, 9), 5, dtype=np.int32),
         },
     ),
-    Case("median_float", "experimental.median_blur", MedianBlur, _float, args={"window_size": 5}),
+    Case("median_float", "experimental.median_blur", MedianBlur, as_float, args={"window_size": 5}),
     Case(
         "median_uint16_hw",
         "experimental.median_blur",
         MedianBlur,
-        lambda p: [x[..., 0] for x in _uint16(p)],
+        lambda p: [x[..., 0] for x in as_uint16(p)],
         "HW",
         {"window_size": 3},
     ),
@@ -222,7 +203,7 @@ MORPHOLOGY_CASES = [
         "median_sequences",
         "experimental.median_blur",
         MedianBlur,
-        _sequences,
+        as_sequences,
         "FHWC",
         {"window_size": (3, 5)},
     ),
@@ -241,14 +222,14 @@ MORPHOLOGY_CASES = [
         "erode_float_iterations",
         "experimental.erode",
         Erode,
-        _float,
+        as_float,
         args={"mask_size": 4, "iterations": 2, "border_mode": "reflect"},
     ),
     Case(
         "erode_per_sample_mask_anchor",
         "experimental.erode",
         Erode,
-        _int16,
+        as_int16,
         args={"border_mode": "wrap"},
         arg_inputs={
             "mask_size": per_sample((3, 3), (1, 5), (7, 2), (2, 2), -1, (9, 1), dtype=np.int32),
@@ -259,7 +240,7 @@ MORPHOLOGY_CASES = [
         "dilate_chw_uint16",
         "experimental.dilate",
         Dilate,
-        lambda p: _chw(_uint16(p)),
+        lambda p: as_chw(as_uint16(p)),
         "CHW",
         {"mask_size": (3, 7), "iterations": 3},
     ),
@@ -311,30 +292,30 @@ FILTER_CASES = [
         "filter_float_wrap",
         "filter",
         Filter,
-        _float,
+        as_float,
         args={"border": "wrap"},
         extra=(_MIXED,),
         **_FLOAT_IN,
     ),
-    Case("filter_chw", "filter", Filter, _chw, "CHW", extra=(_MIXED,), **_LEVEL),
+    Case("filter_chw", "filter", Filter, as_chw, "CHW", extra=(_MIXED,), **_LEVEL),
     Case(
         "filter_int16",
         "filter",
         Filter,
-        _int16,
+        as_int16,
         args={"border": "clamp"},
         extra=(_MIXED,),
         **_LEVEL,
     ),
-    Case("filter_large_gray", "filter", Filter, _gray, extra=(_LARGE,), **_LEVEL),
-    Case("filter_large_float", "filter", Filter, _float, extra=(_LARGE,), **_FLOAT_DFT),
+    Case("filter_large_gray", "filter", Filter, as_gray, extra=(_LARGE,), **_LEVEL),
+    Case("filter_large_float", "filter", Filter, as_float, extra=(_LARGE,), **_FLOAT_DFT),
 ]
 
 EQUALIZE_CASES = [
     Case("equalize_hwc", "equalize", Equalize),
     Case("equalize_gray_hw", "equalize", Equalize, _hw, "HW"),
-    Case("equalize_chw", "equalize", Equalize, _chw, "CHW"),
-    Case("equalize_sequences", "equalize", Equalize, _sequences, "FHWC"),
+    Case("equalize_chw", "equalize", Equalize, as_chw, "CHW"),
+    Case("equalize_sequences", "equalize", Equalize, as_sequences, "FHWC"),
     Case("equalize_constant_channel", "equalize", Equalize, _flat_channel),
 ]
 
@@ -344,70 +325,12 @@ CASES = DISPLACEMENT_CASES + MORPHOLOGY_CASES + FILTER_CASES + EQUALIZE_CASES
 # --- running ------------------------------------------------------------------------------------
 
 
-def _eager_op(name: str) -> Callable[..., Any]:
-    target: Any = eager
-    for part in name.split("."):
-        target = getattr(target, part)
-    return target
-
-
-def _args(case: Case, overrides: dict[str, Any]) -> dict[str, Any]:
-    args = {**case.args, **{k: list(v) for k, v in case.arg_inputs.items()}, **overrides}
-    if case.impl is JitterImpl:
-        args.setdefault("seed", SEED)
-    return args
-
-
-def _extra(case: Case, n: int) -> list[TensorList]:
-    return [TensorList([np.asarray(x) for x in values[:n]], "") for values in case.extra]
-
-
-def within_case(case: Case, want: list[np.ndarray], got: list[np.ndarray]) -> bool:
-    return operator_check.within(want, got, case.max_diff, case.mean_diff)
-
-
-def run_cpu(case: Case, images: list[np.ndarray], **overrides: Any) -> list[np.ndarray]:
-    """The case through ``augkit.eager`` with device="cpu" (``overrides`` replace arguments)."""
-    inputs = [TensorList(list(images), case.layout), *_extra(case, len(images))]
-    out = _eager_op(case.name)(*inputs, **_args(case, overrides))
-    return [np.array(out.at(i)) for i in range(len(images))]
-
-
-def run_gpu_kernel(
-    monkeypatch: pytest.MonkeyPatch,
-    case: Case,
-    images: list[np.ndarray],
-    xp: Any,
-    **overrides: Any,
-) -> list[np.ndarray]:
-    """The case with the operator's ``gpu`` kernel in place of its ``cpu`` kernel, on NumPy
-    arrays, the kernel's array module being ``xp`` (``operator_check.run_gpu_kernel``)."""
-    return operator_check.run_gpu_kernel(
-        monkeypatch,
-        case.impl,
-        case.name,
-        images,
-        xp,
-        layout=case.layout,
-        args=_args(case, overrides),
-        more_inputs=_extra(case, len(images)),
-    )
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_gpu_kernel_on_numpy_matches_cpu(
     case: Case, photos: list[np.ndarray], xp: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     images = case.inputs(photos)
-    want = run_cpu(case, images)
-    got = run_gpu_kernel(monkeypatch, case, images, xp)
-    largest, mean = distance(want, got)
-    assert largest <= case.max_diff, f"{case.id}: largest difference {largest} > {case.max_diff}"
-    assert mean <= case.mean_diff, f"{case.id}: mean difference {mean} > {case.mean_diff}"
-
-
-def _case(case_id: str) -> Case:
-    return next(c for c in CASES if c.id == case_id)
+    case.assert_matches(case.run_cpu(images), case.run_gpu(monkeypatch, images, xp))
 
 
 @pytest.mark.parametrize(
@@ -440,13 +363,7 @@ def test_tolerances_are_not_vacuous(
 ) -> None:
     """A GPU kernel given a slightly wrong argument falls outside the case's bounds, which the
     right argument meets."""
-    case = _case(case_id)
-    images = case.inputs(photos)
-    want = run_cpu(case, images)
-    assert within_case(case, want, run_gpu_kernel(monkeypatch, case, images, CUPY_BRANCHES))
-    assert not within_case(
-        case, want, run_gpu_kernel(monkeypatch, case, images, CUPY_BRANCHES, **wrong)
-    )
+    case_by_id(CASES, case_id).assert_not_vacuous(photos, monkeypatch, wrong)
 
 
 def test_equalize_is_not_the_identity(
@@ -454,13 +371,13 @@ def test_equalize_is_not_the_identity(
 ) -> None:
     """equalize's cases are exact: a kernel that equalized nothing (or another plane's table)
     would differ from the CPU's; here, the photos themselves and a channel-swapped result."""
-    case = _case("equalize_hwc")
+    case = case_by_id(CASES, "equalize_hwc")
     images = case.inputs(photos)
-    want = run_cpu(case, images)
-    got = run_gpu_kernel(monkeypatch, case, images, CUPY_BRANCHES)
-    assert within_case(case, want, got)
-    assert not within_case(case, want, images)
-    assert not within_case(case, want, [g[..., ::-1] for g in got])
+    want = case.run_cpu(images)
+    got = case.run_gpu(monkeypatch, images, CUPY_BRANCHES)
+    assert case.within(want, got)
+    assert not case.within(want, images)
+    assert not case.within(want, [g[..., ::-1] for g in got])
 
 
 def test_jitter_gpu_draws_like_the_cpu_in_a_pipeline(
@@ -512,30 +429,14 @@ GPU_CASES = [
 
 def _filter_gpu_matches_cpu(case: Case, images: list[np.ndarray]) -> None:
     """``gpu_matches_cpu`` for fn.filter, whose filters (and fill values) are more inputs."""
-    results = {}
-    for device in ("cpu", "gpu"):
-        pipe = Pipeline(
-            batch_size=len(images),
-            num_threads=2,
-            device_id=0 if device == "gpu" else None,
-            seed=SEED,
-        )
-        with pipe:
-            nodes = [fn.external_source(source=lambda: list(images), layout=case.layout)]
-            for values in case.extra:
-                nodes.append(
-                    fn.external_source(
-                        source=lambda values=values: [np.asarray(v) for v in values[: len(images)]]
-                    )
-                )
-            kwargs = dict(case.args)
-            for key, values in case.arg_inputs.items():
-                kwargs[key] = fn.external_source(source=lambda values=values: arg_batch(values))
-            pipe.set_outputs(fn.filter(*nodes, device=device, **kwargs))
-        (results[device],) = pipe.run()
-    cpu, gpu = results["cpu"], results["gpu"]
-    assert gpu.device == "gpu"
-    assert gpu.layout() == cpu.layout() and gpu.dtype == cpu.dtype
+    more = case.extra_inputs(len(images))
+    cpu, gpu = run_on_both_devices(
+        case.name,
+        [images, *more],
+        layouts=[case.layout] + [""] * len(more),
+        args=case.args,
+        arg_inputs=case.arg_inputs,
+    )
     want = [np.asarray(cpu.at(i)) for i in range(len(images))]
     got = [np.asarray(gpu.at(i)) for i in range(len(images))]
     largest, mean = distance(want, got)
@@ -551,11 +452,4 @@ def test_gpu_matches_cpu(case: Case, photos: list[np.ndarray]) -> None:
     if case.extra:
         _filter_gpu_matches_cpu(case, images)
         return
-    gpu_matches_cpu(
-        case.name,
-        images,
-        layout=case.layout,
-        args=case.args,
-        arg_inputs=case.arg_inputs,
-        atol=case.max_diff,
-    )
+    case.assert_gpu_matches_cpu(photos)

@@ -30,30 +30,28 @@ Tolerances:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pytest
 
-from augkit import backend, eager, types
+from augkit import backend, types
 from augkit.operators.geometric.paste import Paste
 from augkit.operators.geometric.slice import Slice
 from augkit.operators.normalize import Normalize
 from augkit.tensors import TensorList
-from tests import operator_check
-from tests.operator_check import CUPY_BRANCHES, gpu_matches_cpu, per_sample
+from tests.operator_check import (
+    CUPY_BRANCHES,
+    GpuCase,
+    as_chw,
+    as_float,
+    as_int16,
+    case_by_id,
+    per_sample,
+)
 
 # --- inputs -------------------------------------------------------------------------------------
-
-
-def _uint8(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return list(photos)
-
-
-def _float(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [(p / np.float32(255)).astype(np.float32) for p in photos]
 
 
 def _spread(photos: list[np.ndarray]) -> list[np.ndarray]:
@@ -61,36 +59,45 @@ def _spread(photos: list[np.ndarray]) -> list[np.ndarray]:
     return [(p.astype(np.float32) * np.float32(1.41) - np.float32(60.3)) for p in photos]
 
 
-def _chw(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [np.ascontiguousarray(p.transpose(2, 0, 1)) for p in photos]
-
-
 def _gray(photos: list[np.ndarray]) -> list[np.ndarray]:
     return [np.ascontiguousarray(p[..., 1]) for p in photos]
-
-
-def _int16(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [p.astype(np.int16) * 3 - 200 for p in photos]
 
 
 # --- the cases ------------------------------------------------------------------------------
 
 
 @dataclass
-class Case:
-    id: str
-    name: str
-    impl: type
-    inputs: Callable[[list[np.ndarray]], list[np.ndarray]] = _uint8
-    layout: str = "HWC"
-    args: dict[str, Any] = field(default_factory=dict)
-    arg_inputs: dict[str, list[Any]] = field(default_factory=dict)
+class Case(GpuCase):
     window: tuple[list[np.ndarray], list[np.ndarray]] | None = None
     """slice's positional ``anchor`` and ``shape`` inputs, one array per sample."""
-    atol: float = 0.0
-    mean_atol: float = 0.0
     batch: bool = False
     """Runs the ``gpu_batch`` kernel (normalize's ``batch=True``)."""
+
+    def more_inputs(self, images: list[np.ndarray]) -> list[Any]:
+        if self.window is None:
+            return []
+        return [TensorList(list(w), "") for w in self.window]
+
+    def run_gpu(
+        self, monkeypatch: pytest.MonkeyPatch, images: list[np.ndarray], xp: Any, **overrides: Any
+    ) -> list[np.ndarray]:
+        """``GpuCase.run_gpu``, or, for ``batch``, the ``gpu_batch`` kernel in place of the
+        ``cpu_batch`` kernel."""
+        if not self.batch:
+            return super().run_gpu(monkeypatch, images, xp, **overrides)
+        calls = []
+        gpu_batch = self.impl.gpu_batch
+
+        def kernel(impl: Any, *a: Any, **k: Any) -> Any:
+            calls.append(1)
+            return gpu_batch(impl, *a, **k)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(self.impl, "cpu_batch", kernel)
+            patch.setattr(backend, "array_module", lambda x: xp)
+            out = self.run_cpu(images, **overrides)
+        assert calls == [1], "the gpu_batch kernel did not run once"
+        return out
 
 
 SLICE_CASES = [
@@ -135,7 +142,7 @@ SLICE_CASES = [
         "slice_reflect",
         "slice",
         Slice,
-        _float,
+        as_float,
         args={"start": (-40, 10), "shape": (600, 90), "out_of_bounds_policy": "reflect"},
     ),
     Case(
@@ -148,7 +155,7 @@ SLICE_CASES = [
         "slice_wrap_chw",
         "slice",
         Slice,
-        _chw,
+        as_chw,
         "CHW",
         {"start": (-70, 20), "shape": (300, 1000), "out_of_bounds_policy": "wrap"},
     ),
@@ -165,7 +172,7 @@ SLICE_CASES = [
         "slice_positional_int_pad",
         "slice",
         Slice,
-        _float,
+        as_float,
         args={"out_of_bounds_policy": "pad", "fill_values": (0.5, -1.0, 2.0)},
         window=(
             per_sample((1, 2), (-10, 0), (0, 0), (50, 60), (-5, 3), (7, 7), dtype=np.int32),
@@ -214,61 +221,61 @@ NORMALIZE_CASES = [
         "normalize_given_int16_epsilon",
         "normalize",
         Normalize,
-        _int16,
+        as_int16,
         args={"mean": -3.5, "stddev": 20.0, "epsilon": 0.5, "dtype": types.INT16, "scale": 9.0},
     ),
-    Case("normalize_default", "normalize", Normalize, atol=1e-6, mean_atol=2 * 2.5e-7),
+    Case("normalize_default", "normalize", Normalize, max_diff=1e-6, mean_diff=2 * 2.5e-7),
     Case(
         "normalize_per_channel",
         "normalize",
         Normalize,
         args={"axis_names": "HW"},
-        atol=2e-6,
-        mean_atol=2 * 1.5e-7,
+        max_diff=2e-6,
+        mean_diff=2 * 1.5e-7,
     ),
     Case(
         "normalize_ddof_epsilon_scale_shift",
         "normalize",
         Normalize,
-        _float,
+        as_float,
         args={"axes": (0, 1), "ddof": 1, "epsilon": 0.01, "scale": 2.0, "shift": 1.0},
-        atol=2e-6,
-        mean_atol=2 * 5e-7,
+        max_diff=2e-6,
+        mean_diff=2 * 5e-7,
     ),
     Case(
         "normalize_chw_rows",
         "normalize",
         Normalize,
-        _chw,
+        as_chw,
         "CHW",
         {"axis_names": "CW"},
-        atol=2e-6,
-        mean_atol=2 * 5e-7,
+        max_diff=2e-6,
+        mean_diff=2 * 5e-7,
     ),
     Case(
         "normalize_given_mean_int16",
         "normalize",
         Normalize,
         args={"mean": 127.5, "scale": 1000.0, "dtype": types.INT16},
-        atol=1.0,
-        mean_atol=1e-3,
+        max_diff=1.0,
+        mean_diff=1e-3,
     ),
     Case(
         "normalize_tensor_mean_computed_stddev",
         "normalize",
         Normalize,
         arg_inputs={"mean": _MEANS},
-        atol=2e-6,
-        mean_atol=2 * 5e-7,
+        max_diff=2e-6,
+        mean_diff=2 * 5e-7,
     ),
     Case(
         "normalize_batch",
         "normalize",
         Normalize,
-        _float,
+        as_float,
         args={"batch": True, "axis_names": "HW"},
-        atol=1e-6,
-        mean_atol=2 * 1e-7,
+        max_diff=1e-6,
+        mean_diff=2 * 1e-7,
         batch=True,
     ),
     Case(
@@ -277,8 +284,8 @@ NORMALIZE_CASES = [
         Normalize,
         lambda p: [q[:200, :200] for q in p],
         args={"batch": True, "mean": 120.0, "ddof": 2},
-        atol=1e-6,
-        mean_atol=2 * 1e-7,
+        max_diff=1e-6,
+        mean_diff=2 * 1e-7,
         batch=True,
     ),
 ]
@@ -322,79 +329,17 @@ CASES = SLICE_CASES + NORMALIZE_CASES + PASTE_CASES
 # --- running ------------------------------------------------------------------------------------
 
 
-def _more(case: Case) -> list[TensorList]:
-    if case.window is None:
-        return []
-    return [TensorList(list(w), "") for w in case.window]
-
-
-def _args(case: Case, overrides: dict[str, Any]) -> dict[str, Any]:
-    return {**case.args, **{k: list(v) for k, v in case.arg_inputs.items()}, **overrides}
-
-
-def within_case(case: Case, want: list[np.ndarray], got: list[np.ndarray]) -> bool:
-    return operator_check.within(want, got, case.atol, case.mean_atol)
-
-
-def run_cpu(case: Case, images: list[np.ndarray], **overrides: Any) -> list[np.ndarray]:
-    """The case through ``augkit.eager`` with device="cpu"."""
-    function = getattr(eager, case.name)
-    out = function(TensorList(list(images), case.layout), *_more(case), **_args(case, overrides))
-    return [np.array(out.at(i)) for i in range(len(images))]
-
-
-def run_gpu(
-    monkeypatch: pytest.MonkeyPatch,
-    case: Case,
-    images: list[np.ndarray],
-    xp: Any,
-    **overrides: Any,
-) -> list[np.ndarray]:
-    """The case with the operator's GPU kernel in place of its CPU kernel, on NumPy arrays,
-    the kernel's array module being ``xp``."""
-    if not case.batch:
-        return operator_check.run_gpu_kernel(
-            monkeypatch,
-            case.impl,
-            case.name,
-            images,
-            xp,
-            layout=case.layout,
-            args=_args(case, overrides),
-            more_inputs=_more(case),
-        )
-    calls = []
-    gpu_batch = case.impl.gpu_batch
-
-    def kernel(self: Any, *a: Any, **k: Any) -> Any:
-        calls.append(1)
-        return gpu_batch(self, *a, **k)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(case.impl, "cpu_batch", kernel)
-        patch.setattr(backend, "array_module", lambda x: xp)
-        out = run_cpu(case, images, **overrides)
-    assert calls == [1], "the gpu_batch kernel did not run once"
-    return out
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_gpu_kernel_on_numpy_matches_cpu(
     case: Case, photos: list[np.ndarray], xp: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     images = case.inputs(photos)
-    want = run_cpu(case, images)
-    got = run_gpu(monkeypatch, case, images, xp)
-    largest, mean = operator_check.distance(want, got)  # also: equal shapes and dtypes
-    assert largest <= case.atol, f"{case.id}: differs by up to {largest} (allowed {case.atol})"
-    assert mean <= case.mean_atol, f"{case.id}: mean difference {mean} > {case.mean_atol}"
-    if case.atol == 0:
+    want = case.run_cpu(images)
+    got = case.run_gpu(monkeypatch, images, xp)
+    case.assert_matches(want, got)
+    if case.max_diff == 0:
         for a, b in zip(want, got, strict=True):
             np.testing.assert_array_equal(b, a, err_msg=case.id)
-
-
-def _case(case_id: str) -> Case:
-    return next(c for c in CASES if c.id == case_id)
 
 
 @pytest.mark.parametrize(
@@ -425,14 +370,14 @@ def test_bounds_are_not_vacuous(
 ) -> None:
     """The GPU kernel given a slightly wrong argument leaves the case's bound around the CPU
     kernel with the right one, which it meets with the right one."""
-    case = _case(case_id)
+    case = case_by_id(CASES, case_id)
     images = case.inputs(photos)
-    want = run_cpu(case, images)
-    assert within_case(case, want, run_gpu(monkeypatch, case, images, CUPY_BRANCHES))
-    got = run_gpu(monkeypatch, case, images, CUPY_BRANCHES, **wrong)
+    want = case.run_cpu(images)
+    assert case.within(want, case.run_gpu(monkeypatch, images, CUPY_BRANCHES))
+    got = case.run_gpu(monkeypatch, images, CUPY_BRANCHES, **wrong)
     alike = all(a.shape == b.shape and a.dtype == b.dtype for a, b in zip(want, got, strict=True))
     assert alike, f"{case_id}: pick a wrong argument that keeps shapes and dtypes"
-    assert not within_case(case, want, got)
+    assert not case.within(want, got)
 
 
 def test_the_cases_cover_every_gpu_kernel_of_this_file() -> None:
@@ -452,11 +397,4 @@ def test_the_cases_cover_every_gpu_kernel_of_this_file() -> None:
 def test_gpu_matches_cpu(case: Case, photos: list[np.ndarray]) -> None:
     """device="gpu" against device="cpu" in a pipeline: equal values for the exact cases,
     within the case's bound (the CPU's distance to DALI) for computed statistics."""
-    gpu_matches_cpu(
-        case.name,
-        case.inputs(photos),
-        layout=case.layout,
-        args=case.args,
-        arg_inputs=case.arg_inputs,
-        atol=case.atol,
-    )
+    case.assert_gpu_matches_cpu(photos)

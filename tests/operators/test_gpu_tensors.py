@@ -26,13 +26,13 @@ breaks the comparison.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pytest
 
-from augkit import eager, fn, types
+from augkit import types
 from augkit.operators.erase import Erase
 from augkit.operators.geometric.pad import Pad
 from augkit.operators.grid_mask import GridMask
@@ -40,16 +40,19 @@ from augkit.operators.noise import GaussianNoise, SaltAndPepperNoise, ShotNoise
 from augkit.operators.tensors.join import Cat, Stack
 from augkit.operators.tensors.one_hot import OneHot
 from augkit.operators.tensors.shape import ExpandDims, Reshape, Squeeze, Transpose
-from augkit.pipeline import Pipeline
 from augkit.tensors import TensorList
-from tests import operator_check
-from tests.operator_check import CUPY_BRANCHES, gpu_matches_cpu, per_sample
+from tests.operator_check import (
+    GpuCase,
+    as_chw,
+    as_float,
+    as_gray,
+    as_int16,
+    case_by_id,
+    per_sample,
+    run_on_both_devices,
+)
 
 # --- inputs -------------------------------------------------------------------------------------
-
-
-def _uint8(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return list(photos)
 
 
 def _small(photos: list[np.ndarray]) -> list[np.ndarray]:
@@ -58,24 +61,8 @@ def _small(photos: list[np.ndarray]) -> list[np.ndarray]:
     return [np.ascontiguousarray(p[:h, :w]) for p, (h, w) in zip(photos, sizes, strict=True)]
 
 
-def _float(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [(p / np.float32(255)).astype(np.float32) for p in photos]
-
-
-def _int16(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [p.astype(np.int16) * 3 - 200 for p in photos]
-
-
 def _uint32(photos: list[np.ndarray]) -> list[np.ndarray]:
     return [p.astype(np.uint32) * 1000 for p in photos]
-
-
-def _chw(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [np.ascontiguousarray(p.transpose(2, 0, 1)) for p in photos]
-
-
-def _gray(photos: list[np.ndarray]) -> list[np.ndarray]:
-    return [p[..., 1:2].copy() for p in photos]
 
 
 def _classes(photos: list[np.ndarray]) -> list[np.ndarray]:
@@ -98,16 +85,24 @@ SEED = {"seed": 1234}
 
 
 @dataclass
-class Case:
-    id: str
-    name: str
-    impl: type
-    inputs: Callable[[list[np.ndarray]], list[np.ndarray]] = _uint8
-    layout: str = "HWC"
-    args: dict[str, Any] = field(default_factory=dict)
-    arg_inputs: dict[str, list[Any]] = field(default_factory=dict)
+class Case(GpuCase):
+    """Exact: equal shapes, dtypes and values (``same``)."""
+
     second: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None
     """A second input (cat, stack), made from the first input's samples."""
+
+    def more_inputs(self, images: list[np.ndarray]) -> list[Any]:
+        if self.second is None:
+            return []
+        return [TensorList(list(self.second(images)), self.layout)]
+
+    def within(self, want: list[np.ndarray], got: list[np.ndarray]) -> bool:
+        return same(want, got)
+
+    def assert_matches(self, want: list[np.ndarray], got: list[np.ndarray]) -> None:
+        for i, (a, b) in enumerate(zip(want, got, strict=True)):
+            assert (a.shape, a.dtype) == (b.shape, b.dtype), (self.id, i, a.shape, b.shape)
+            np.testing.assert_array_equal(b, a, err_msg=f"{self.id}: sample {i}")
 
 
 NOISE_CASES = [
@@ -122,12 +117,12 @@ NOISE_CASES = [
             "stddev": per_sample(1.0, 0.0, 30.0, 5.0, -4.0, 100.0),
         },
     ),
-    Case("gaussian_float", "noise.gaussian", GaussianNoise, _float, args={"stddev": 0.1, **SEED}),
+    Case("gaussian_float", "noise.gaussian", GaussianNoise, as_float, args={"stddev": 0.1, **SEED}),
     Case(
         "gaussian_int16",
         "noise.gaussian",
         GaussianNoise,
-        _int16,
+        as_int16,
         args={"stddev": 50.0, "mean": 3.0, **SEED},
     ),
     Case(
@@ -150,7 +145,7 @@ NOISE_CASES = [
         "salt_and_pepper_chw",
         "noise.salt_and_pepper",
         SaltAndPepperNoise,
-        _chw,
+        as_chw,
         "CHW",
         {"prob": 0.25, **SEED},
     ),
@@ -158,7 +153,7 @@ NOISE_CASES = [
         "salt_and_pepper_per_sample_float",
         "noise.salt_and_pepper",
         SaltAndPepperNoise,
-        _float,
+        as_float,
         args=SEED,
         arg_inputs={
             "prob": per_sample(0.0, 0.1, 0.5, 1.0, 0.3, 0.05),
@@ -181,8 +176,8 @@ NOISE_CASES = [
         args=SEED,
         arg_inputs={"factor": per_sample(1.0, 0.0, 5.0, 50.0, -2.0, 0.5)},
     ),
-    Case("shot_float", "noise.shot", ShotNoise, _float, args={"factor": 0.01, **SEED}),
-    Case("shot_int16", "noise.shot", ShotNoise, _int16, args={"factor": 7.0, **SEED}),
+    Case("shot_float", "noise.shot", ShotNoise, as_float, args={"factor": 0.01, **SEED}),
+    Case("shot_int16", "noise.shot", ShotNoise, as_int16, args={"factor": 7.0, **SEED}),
 ]
 
 GRID_CASES = [
@@ -203,8 +198,8 @@ GRID_CASES = [
             "ratio": per_sample(0.5, 0.2, 0.8, 1.5, 0.0, 0.35),
         },
     ),
-    Case("grid_mask_float", "grid_mask", GridMask, _float, args={"tile": 20, "angle": 0.4}),
-    Case("grid_mask_int16_chw", "grid_mask", GridMask, lambda p: _chw(_int16(p)), "CHW"),
+    Case("grid_mask_float", "grid_mask", GridMask, as_float, args={"tile": 20, "angle": 0.4}),
+    Case("grid_mask_int16_chw", "grid_mask", GridMask, lambda p: as_chw(as_int16(p)), "CHW"),
     Case("grid_mask_gray_hw", "grid_mask", GridMask, lambda p: [q[..., 0] for q in p], "HW"),
 ]
 
@@ -230,7 +225,7 @@ ERASE_CASES = [
         "erase_normalized_centered",
         "erase",
         Erase,
-        _float,
+        as_float,
         args={
             "anchor": (0.5, 0.5),
             "shape": (0.3, 0.6),
@@ -253,7 +248,7 @@ ERASE_CASES = [
         "erase_chw_channel_axis",
         "erase",
         Erase,
-        _chw,
+        as_chw,
         "CHW",
         {"anchor": (1, 5), "shape": (1, 30), "axis_names": "CH", "fill_value": 0},
     ),
@@ -273,7 +268,7 @@ PAD_CASES = [
         "pad_per_sample_fill_float",
         "pad",
         Pad,
-        lambda p: _float(_small(p)),
+        lambda p: as_float(_small(p)),
         args={"axis_names": "W", "align": 7},
         arg_inputs={"fill_value": per_sample(0.0, 0.5, -1.0, 2.0, 0.25, 1e9)},
     ),
@@ -283,7 +278,7 @@ PAD_CASES = [
 TENSOR_CASES = [
     Case("transpose_chw", "transpose", Transpose, args={"perm": (2, 0, 1)}),
     Case("transpose_swap_hw", "transpose", Transpose, args={"perm": (1, 0, 2)}),
-    Case("transpose_reversed_float", "transpose", Transpose, _float),
+    Case("transpose_reversed_float", "transpose", Transpose, as_float),
     Case(
         "transpose_keep_layout",
         "transpose",
@@ -294,9 +289,9 @@ TENSOR_CASES = [
     Case("reshape_src_dims", "reshape", Reshape, args={"src_dims": (2, 0, 1), "layout": "CHW"}),
     Case("reshape_rel_shape", "reshape", Reshape, args={"rel_shape": (1, 3, -1), "layout": ""}),
     Case("expand_dims", "expand_dims", ExpandDims, args={"axes": (0,), "new_axis_names": "F"}),
-    Case("expand_dims_two", "expand_dims", ExpandDims, _float, args={"axes": (3, 0)}),
-    Case("squeeze", "squeeze", Squeeze, _gray, args={"axes": (2,)}),
-    Case("squeeze_names", "squeeze", Squeeze, _gray, args={"axis_names": "C"}),
+    Case("expand_dims_two", "expand_dims", ExpandDims, as_float, args={"axes": (3, 0)}),
+    Case("squeeze", "squeeze", Squeeze, as_gray, args={"axes": (2,)}),
+    Case("squeeze_names", "squeeze", Squeeze, as_gray, args={"axis_names": "C"}),
     Case("one_hot", "one_hot", OneHot, _classes, "HW", {"num_classes": 10}),
     Case(
         "one_hot_axis0_uint8",
@@ -315,59 +310,15 @@ TENSOR_CASES = [
         {"num_classes": 11, "on_value": -2.5, "axis_name": "K"},
     ),
     Case("cat_channels", "cat", Cat, args={"axis": 2}, second=_flipped),
-    Case("cat_rows_float", "cat", Cat, _float, args={"axis_name": "H"}, second=_flipped),
+    Case("cat_rows_float", "cat", Cat, as_float, args={"axis_name": "H"}, second=_flipped),
     Case("stack", "stack", Stack, args={"axis": 0, "axis_name": "F"}, second=_flipped),
-    Case("stack_last", "stack", Stack, _int16, args={"axis": 3}, second=_flipped),
+    Case("stack_last", "stack", Stack, as_int16, args={"axis": 3}, second=_flipped),
 ]
 
 CASES = NOISE_CASES + GRID_CASES + ERASE_CASES + PAD_CASES + TENSOR_CASES
 
 
 # --- running ------------------------------------------------------------------------------------
-
-
-def _eager(name: str) -> Callable[..., Any]:
-    target: Any = eager
-    for part in name.split("."):
-        target = getattr(target, part)
-    return target
-
-
-def _inputs(case: Case, photos: list[np.ndarray]) -> list[list[np.ndarray]]:
-    first = case.inputs(photos)
-    return [first] if case.second is None else [first, case.second(first)]
-
-
-def _args(case: Case, overrides: dict[str, Any]) -> dict[str, Any]:
-    return {**case.args, **{k: list(v) for k, v in case.arg_inputs.items()}, **overrides}
-
-
-def run_cpu(case: Case, inputs: list[list[np.ndarray]], **overrides: Any) -> list[np.ndarray]:
-    """The case through ``augkit.eager`` with device="cpu" (``overrides`` replace arguments)."""
-    batches = [TensorList(list(x), case.layout) for x in inputs]
-    out = _eager(case.name)(*batches, **_args(case, overrides))
-    return [np.array(out.at(i)) for i in range(len(inputs[0]))]
-
-
-def run_gpu_kernel(
-    monkeypatch: pytest.MonkeyPatch,
-    case: Case,
-    inputs: list[list[np.ndarray]],
-    xp: Any,
-    **overrides: Any,
-) -> list[np.ndarray]:
-    """The case with the operator's ``gpu`` kernel in place of its ``cpu`` kernel, on NumPy
-    arrays, the kernel's array module being ``xp`` (``operator_check.run_gpu_kernel``)."""
-    return operator_check.run_gpu_kernel(
-        monkeypatch,
-        case.impl,
-        case.name,
-        inputs[0],
-        xp,
-        layout=case.layout,
-        args=_args(case, overrides),
-        more_inputs=inputs[1:],
-    )
 
 
 def same(want: list[np.ndarray], got: list[np.ndarray]) -> bool:
@@ -378,24 +329,12 @@ def same(want: list[np.ndarray], got: list[np.ndarray]) -> bool:
     )
 
 
-def assert_same(case: Case, want: list[np.ndarray], got: list[np.ndarray]) -> None:
-    for i, (a, b) in enumerate(zip(want, got, strict=True)):
-        assert (a.shape, a.dtype) == (b.shape, b.dtype), (case.id, i, a.shape, b.shape)
-        np.testing.assert_array_equal(b, a, err_msg=f"{case.id}: sample {i}")
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_gpu_kernel_on_numpy_matches_cpu(
     case: Case, photos: list[np.ndarray], xp: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    inputs = _inputs(case, photos)
-    want = run_cpu(case, inputs)
-    got = run_gpu_kernel(monkeypatch, case, inputs, xp)
-    assert_same(case, want, got)
-
-
-def _case(case_id: str) -> Case:
-    return next(c for c in CASES if c.id == case_id)
+    images = case.inputs(photos)
+    case.assert_matches(case.run_cpu(images), case.run_gpu(monkeypatch, images, xp))
 
 
 @pytest.mark.parametrize(
@@ -425,11 +364,7 @@ def test_exact_comparison_is_not_vacuous(
 ) -> None:
     """A GPU kernel given a slightly wrong argument (or another seed) differs from the CPU
     kernel with the right one, which it equals with the right one."""
-    case = _case(case_id)
-    inputs = _inputs(case, photos)
-    want = run_cpu(case, inputs)
-    assert same(want, run_gpu_kernel(monkeypatch, case, inputs, CUPY_BRANCHES))
-    assert not same(want, run_gpu_kernel(monkeypatch, case, inputs, CUPY_BRANCHES, **wrong))
+    case_by_id(CASES, case_id).assert_not_vacuous(photos, monkeypatch, wrong)
 
 
 def test_the_cases_cover_every_gpu_kernel_of_this_file() -> None:
@@ -446,46 +381,18 @@ def test_the_cases_cover_every_gpu_kernel_of_this_file() -> None:
 # --- on a CUDA device ---------------------------------------------------------------------------
 
 
-def _gpu_matches_cpu_inputs(case: Case, inputs: list[list[np.ndarray]]) -> None:
-    """``gpu_matches_cpu`` for operators of several inputs (cat, stack): device="gpu" against
-    device="cpu" in a pipeline, equal values."""
-    results = {}
-    for device in ("cpu", "gpu"):
-        pipe = Pipeline(
-            batch_size=len(inputs[0]),
-            num_threads=2,
-            device_id=0 if device == "gpu" else None,
-            seed=7,
-        )
-        with pipe:
-            data = [
-                fn.external_source(source=lambda x=x: list(x), layout=case.layout) for x in inputs
-            ]
-            pipe.set_outputs(
-                operator_check.fn_operator(case.name)(*data, device=device, **case.args)
-            )
-        (results[device],) = pipe.run()
-    cpu, gpu = results["cpu"], results["gpu"]
-    assert gpu.device == "gpu", f"{case.name}: the GPU run produced {gpu.device} data"
-    assert gpu.layout() == cpu.layout() and gpu.dtype == cpu.dtype
-    for i in range(len(inputs[0])):
-        np.testing.assert_array_equal(gpu.at(i), cpu.at(i), err_msg=f"{case.id}: sample {i}")
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_gpu_matches_cpu(case: Case, photos: list[np.ndarray]) -> None:
     """device="gpu" against device="cpu" in a pipeline (same seed): equal integers, floats
     within 1e-6 (``gpu_matches_cpu``'s rule; these kernels give equal floats too)."""
-    inputs = _inputs(case, photos)
-    if len(inputs) > 1:
-        _gpu_matches_cpu_inputs(case, inputs)
+    images = case.inputs(photos)
+    if case.second is not None:  # cat, stack: equal values
+        cpu, gpu = run_on_both_devices(
+            case.name, [images, case.second(images)], layouts=[case.layout] * 2, args=case.args
+        )
+        for i in range(len(images)):
+            np.testing.assert_array_equal(gpu.at(i), cpu.at(i), err_msg=f"{case.id}: sample {i}")
         return
     args = {k: v for k, v in case.args.items() if k != "seed"}  # the pipeline's seed (7) instead
-    gpu_matches_cpu(
-        case.name,
-        inputs[0],
-        layout=case.layout,
-        args=args,
-        arg_inputs=case.arg_inputs,
-    )
+    case.assert_gpu_matches_cpu(photos, args)
