@@ -364,15 +364,9 @@ def report(figures: dict, args: argparse.Namespace) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
 
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-    figures = measure(args, log)
+    figures = measure(args, rp.log)
     text = report(figures, args)
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(f"written to {rp.shown(args.out)}", file=sys.stderr)
+    rp.publish(text, args.out)
     return 0
 
 

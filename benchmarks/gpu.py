@@ -392,21 +392,15 @@ def report(
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
 
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
     from augkit import backend
 
     gpu_reason = backend.gpu_unavailable_reason()
     if gpu_reason is not None:
-        log(f"no GPU found ({gpu_reason}): CPU rows only")
-    contenders = measure(args, log)
+        rp.log(f"no GPU found ({gpu_reason}): CPU rows only")
+    contenders = measure(args, rp.log)
     check = check_decoder(args.data)
     text = report(contenders, args, gpu_reason, check)
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    log(f"written to {rp.shown(args.out)}")
+    rp.publish(text, args.out)
     return 0
 
 

@@ -366,20 +366,14 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
 
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
     try:
         import ray.data  # noqa: F401
     except ImportError:
-        log("Ray is not installed (pip install 'augkit[ray]'): the Ray stage is not measured")
+        rp.log("Ray is not installed (pip install 'augkit[ray]'): the Ray stage is not measured")
         return 0
-    result = measure(args, log)
+    result = measure(args, rp.log)
     text = report(result, args)
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(f"written to {rp.shown(args.out)}", file=sys.stderr)
+    rp.publish(text, args.out)
     return 0
 
 

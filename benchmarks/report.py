@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+import sys
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +11,19 @@ from pathlib import Path
 from benchmarks import workloads as wl
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def log(message: str) -> None:
+    """A benchmark's progress line, on stderr."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def publish(text: str, path: Path) -> None:
+    """Print a report and write it to ``path``, saying where."""
+    print(text)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    log(f"written to {shown(path)}")
 
 
 def shown(path: Path) -> str:

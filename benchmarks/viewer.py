@@ -267,10 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         pipe.close()
     text = report(figures, read_browser_timing(args.timing), args)
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(f"written to {rp.shown(args.out)}", file=sys.stderr)
+    rp.publish(text, args.out)
     return 0
 
 

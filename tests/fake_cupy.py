@@ -415,38 +415,30 @@ class _Module(types.ModuleType):
         return function
 
 
-class _Device:
+class _Context:
+    """What a CUDA device or stream is to code that only enters, uses and waits on it."""
+
+    def __enter__(self) -> _Context:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def use(self) -> _Context:
+        return self
+
+    def synchronize(self) -> None:
+        return None
+
+
+class _Device(_Context):
     def __init__(self, device: int | None = 0) -> None:
         self.id = device or 0
 
-    def __enter__(self) -> _Device:
-        return self
 
-    def __exit__(self, *exc: Any) -> None:
-        return None
-
-    def use(self) -> None:
-        return None
-
-    def synchronize(self) -> None:
-        return None
-
-
-class _Stream:
+class _Stream(_Context):
     def __init__(self, null: bool = False, non_blocking: bool = False, ptr: int = 0) -> None:
         self.ptr = ptr
-
-    def __enter__(self) -> _Stream:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
-
-    def synchronize(self) -> None:
-        return None
-
-    def use(self) -> _Stream:
-        return self
 
 
 _cuda = types.SimpleNamespace(
