@@ -231,6 +231,15 @@ class TensorList:
             kind=self.kind,
         )
 
+    def as_gpu(self, device_id: int = 0) -> TensorList:
+        """This batch copied to GPU ``device_id`` (CuPy arrays), layout, files and kind kept."""
+        return TensorList(
+            [backend.to_gpu(s, device_id) for s in self._samples],
+            self._layout,
+            self._source_info,
+            kind=self.kind,
+        )
+
     def source_info(self, index: int | None = None) -> str | list[str]:
         """The file sample ``index`` came from, or the list of them for the whole batch."""
         if index is None:

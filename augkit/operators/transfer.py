@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from augkit import backend
 from augkit.operators.base import OperatorImpl, RunContext
 from augkit.operators.registry import OperatorSchema, keeps_kind, register
 from augkit.tensors import TensorList
@@ -14,10 +13,7 @@ class _ToGPU(OperatorImpl):
     def run(
         self, ctx: RunContext, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
     ) -> list[TensorList]:
-        batch = inputs[0]
-        device = ctx.device_id or 0
-        samples = [backend.to_gpu(s, device) for s in batch._samples]
-        return [TensorList(samples, batch.layout(), batch._source_info, kind=batch.kind)]
+        return [inputs[0].as_gpu(ctx.device_id or 0)]
 
 
 class _ToCPU(OperatorImpl):

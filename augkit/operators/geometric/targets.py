@@ -274,7 +274,6 @@ def _sliced(mask: np.ndarray, rows: slice, cols: slice) -> np.ndarray:
     plane = mask if mask.ndim == 2 else (mask[..., 0] if mask.shape[2] == 1 else None)
     if not any(flips) or plane is None or mask.dtype not in _CV2_WARP_TYPES:
         return mask[rows, cols]
-    from augkit import backend
 
     def forward(s: slice) -> slice:
         if s.step != -1:
@@ -305,7 +304,6 @@ def _warp_nearest(
         return None
     if max(*mask.shape[:2], width, height) >= 32767:
         return None
-    from augkit import backend
 
     cv2 = backend.opencv()
     half = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.5], [0.0, 0.0, 1.0]])
@@ -392,16 +390,7 @@ class MovesTargets(SampleOperator):
             [_shapes_on_host(c) for c in companions],
             arg_inputs,
         )
-        device_id = ctx.device_id or 0
-        return [
-            TensorList(
-                [backend.to_gpu(x, device_id) for x in t._samples],
-                t.layout(),
-                t._source_info,
-                kind=t.kind,
-            )
-            for t in host
-        ]
+        return [t.as_gpu(ctx.device_id or 0) for t in host]
 
     # The target path ---------------------------------------------------------------------
     def _move(
