@@ -213,17 +213,46 @@ def call_seed() -> int:
     the call runs serially or in a worker process); libraries with generators of their own are
     not: an Albumentations transform, a ``np.random.default_rng`` object, OpenCV's RNG.
 
-    Example, in a function given to ``fn.python_function``::
+    Example: functions for ``fn.python_function``, as a notebook cell or a script defines
+    them::
+
+        import threading
+
+        import albumentations as A
+        import numpy as np
+
+        import augkit.random
+
+        _local = threading.local()  # one Compose per thread
+
+
+        def per_thread_transform():
+            transform = getattr(_local, "transform", None)
+            if transform is None:
+                transform = _local.transform = A.Compose(
+                    [A.HorizontalFlip(p=0.5), A.Affine(rotate=(-25, 25), p=1.0)]
+                )
+            return transform
+
 
         def augment(image):
-            transform = per_thread_transform()  # one Albumentations Compose per thread
+            transform = per_thread_transform()
             transform.set_random_seed(augkit.random.call_seed())
             return transform(image=image)["image"]
 
 
-        def noisy(image):
+        def noisy(image):  # uint8 in, uint8 out
             rng = np.random.default_rng(augkit.random.call_seed())
-            return image + rng.normal(0, 4, image.shape).astype(image.dtype)
+            noise = rng.normal(0, 4, image.shape)
+            return np.clip(image + noise, 0, 255).astype(np.uint8)
+
+    A transform is seeded by one call and then used by it, so calls on two threads must not
+    share one: hence one per thread. The same code runs in worker processes
+    (``py_num_workers`` > 1), also when defined in a notebook or ``__main__`` (sent by value):
+    the ``threading.local`` reaches each worker empty (so does a ``threading.Lock``, unlocked;
+    ``augkit.workers`` lists what travels fresh), and each worker makes its own transform on
+    its first call. Threads, workers and serial runs give the same images for the same
+    pipeline seed.
 
     Raises:
         RuntimeError: outside a function called by a Python operator.

@@ -11,7 +11,28 @@ Use::
 ``args`` and the function's result are nested lists / tuples / dicts whose leaves are NumPy
 arrays (sent through shared memory, never pickled) or small picklable objects. ``extra`` is
 small and is pickled. ``fn`` is sent with cloudpickle (lambdas, closures, functions defined in
-a notebook or ``__main__`` travel by value).
+a notebook or ``__main__`` travel by value, with the globals they use).
+
+Globals that hold per-thread state or synchronise threads cannot be pickled, yet are common in
+such functions (``_local = threading.local()`` keeping one Albumentations transform per thread,
+a lock around a cache). They travel as fresh objects, which is what they mean in another
+process: per-thread state is never shared, so a worker's starts empty and the function fills it
+lazily, as on a new thread; a lock is held by a thread of the parent, which the worker does not
+have, so the worker's starts unlocked:
+
+- ``threading.local``: empty; a subclass of it: a new instance (its ``__init__`` runs, as on
+  every new thread), if its ``__init__`` takes no arguments (threading.local keeps the
+  constructor's arguments out of reach, so a subclass whose ``__init__`` takes some is refused
+  with a ``WorkerError``), unless the subclass pickles itself (its own ``__reduce__`` or
+  ``__getstate__``);
+- ``threading.Lock``, ``threading.RLock``: unlocked;
+- ``threading.Condition``: on its (fresh) lock, without the parent's waiters;
+- ``contextvars.ContextVar``: its name and default, unset.
+
+Objects that merely contain locks (``Semaphore``, ``Event``, ``queue.Queue``) then pickle too,
+their other state (a count, a flag, the queued items) copied as it was, like any global. Within
+one function identity is kept (two globals naming one lock are one lock in the worker); each
+worker has its own copies, kept with the cached function (below) from call to call.
 
 Protocol (one duplex pipe per worker; every message is one pickled tuple)
 -------------------------------------------------------------------------
@@ -97,8 +118,10 @@ a forked child process (a DataLoader worker, say) starts its own workers there.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import ctypes
 import glob
+import inspect
 import io
 import multiprocessing
 import os
@@ -119,7 +142,7 @@ from collections import ChainMap, OrderedDict
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as _wait
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import cloudpickle
 import numpy as np
@@ -364,15 +387,112 @@ def _reduce_code(code: types.CodeType) -> tuple[Any, ...]:
     return _code_with_filename, (rebuild, args, code.co_filename)
 
 
-class _FunctionPickler(cloudpickle.Pickler):
-    """cloudpickle, but code sent by value keeps its file name (cloudpickle >= 3 writes
-    "<dynamic-code>"), so a worker's traceback names the user's file (and, for forked
-    workers, which share the parent's ``linecache``, shows the user's lines)."""
+# What travels fresh: per-thread (per-context) state and synchronisation objects. A function
+# defined in a notebook or ``__main__`` is sent by value with the globals it uses, and these
+# are common there (``_local = threading.local()`` holding one transform per thread, a lock
+# around a cache) but cannot be pickled. Their meaning in a worker process is a fresh one:
+# per-thread state is never shared, so the worker's starts empty and is filled lazily by the
+# function, as on a new thread; a lock's holder (a thread of the parent) does not exist in the
+# worker, so the worker's starts unlocked. Identity is kept within one function: two globals
+# naming one lock are one lock in the worker.
+_LOCK_FACTORIES: dict[type, Callable[[], Any]] = {
+    type(threading.Lock()): threading.Lock,
+    type(threading.RLock()): threading.RLock,
+}
+_PY_RLOCK = getattr(threading, "_PyRLock", None)  # the pure-Python RLock, where it exists
+if _PY_RLOCK is not None:
+    _LOCK_FACTORIES[_PY_RLOCK] = _PY_RLOCK
 
-    if _cloudpickle_code_reduce is not None:
-        dispatch_table = ChainMap(
-            {types.CodeType: _reduce_code}, cloudpickle.Pickler.dispatch_table
+
+def _reduce_lock(lock: Any) -> tuple[Any, ...]:
+    return _LOCK_FACTORIES[type(lock)], ()
+
+
+def _reduce_condition(condition: threading.Condition) -> tuple[Any, ...]:
+    # its lock (fresh, and shared with whatever else uses it), none of the parent's waiters
+    return threading.Condition, (condition._lock,)  # type: ignore[attr-defined]
+
+
+def _reduce_local(local: threading.local) -> tuple[Any, ...]:
+    return threading.local, ()
+
+
+def _context_var(name: str, default: Any) -> contextvars.ContextVar[Any]:
+    return contextvars.ContextVar(name, default=default)
+
+
+def _reduce_context_var(var: contextvars.ContextVar[Any]) -> tuple[Any, ...]:
+    try:  # its default: what it holds in a context where it was never set
+        default = contextvars.Context().run(var.get)
+    except LookupError:
+        return contextvars.ContextVar, (var.name,)
+    return _context_var, (var.name, default)
+
+
+def _takes_no_arguments(init: Any) -> bool:
+    if init is object.__init__:
+        return True
+    try:
+        parameters = list(inspect.signature(init).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    return len(parameters) == 1  # self
+
+
+def _reduce_local_subclass(local: threading.local) -> tuple[Any, ...]:
+    """A ``threading.local`` subclass: a fresh instance, whose ``__init__`` fills it on the
+    worker's thread as it does on every new thread. ``threading.local`` calls ``__init__``
+    with the constructor's arguments on each thread; those cannot be read back, so a subclass
+    whose ``__init__`` takes any is refused rather than rebuilt without them."""
+    cls = type(local)
+    if not _takes_no_arguments(cls.__init__):
+        raise pickle.PicklingError(
+            f"cannot send a {cls.__qualname__} (a threading.local subclass) to a worker process: "
+            f"its __init__ takes arguments, which threading.local does not let augkit read "
+            f"back; give it an __init__ without arguments (set the values there), or make "
+            f"the object inside the function"
         )
+    return cls, ()
+
+
+_PICKLE_HOOKS = ("__reduce_ex__", "__reduce__", "__getstate__")
+
+
+class _FunctionPickler(cloudpickle.Pickler):
+    """cloudpickle, with two changes for functions sent to workers:
+
+    - code sent by value keeps its file name (cloudpickle >= 3 writes "<dynamic-code>"), so a
+      worker's traceback names the user's file (and, for forked workers, which share the
+      parent's ``linecache``, shows the user's lines);
+    - per-thread state and synchronisation objects travel as fresh ones (the comment above
+      ``_LOCK_FACTORIES``): ``threading.local`` and its subclasses whose ``__init__`` takes no
+      arguments (empty, or as ``__init__`` fills it), ``Lock`` and ``RLock`` (unlocked),
+      ``Condition`` (its lock, no waiters), ``contextvars.ContextVar`` (its name and default,
+      unset).
+    """
+
+    dispatch_table: ClassVar[ChainMap[Any, Any]] = ChainMap(
+        {
+            threading.local: _reduce_local,
+            threading.Condition: _reduce_condition,
+            contextvars.ContextVar: _reduce_context_var,
+            **dict.fromkeys(_LOCK_FACTORIES, _reduce_lock),
+            **({types.CodeType: _reduce_code} if _cloudpickle_code_reduce is not None else {}),
+        },
+        cloudpickle.Pickler.dispatch_table,
+    )
+
+    def reducer_override(self, obj: Any) -> Any:
+        cls = type(obj)
+        # the dispatch table matches exact types only; a subclass that says how to pickle
+        # itself (its own __reduce__, __reduce_ex__ or __getstate__) is left to do so
+        if (
+            cls is not threading.local
+            and issubclass(cls, threading.local)
+            and all(getattr(cls, name) is getattr(object, name) for name in _PICKLE_HOOKS)
+        ):
+            return _reduce_local_subclass(obj)
+        return super().reducer_override(obj)
 
 
 def _pickle_function_bytes(fn: Any) -> bytes:

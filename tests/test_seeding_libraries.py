@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import pathlib
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -107,3 +109,102 @@ def test_call_seed_is_the_same_per_call_seed_in_eager_calls() -> None:
 def test_call_seed_outside_a_python_operator_says_where_it_works() -> None:
     with pytest.raises(RuntimeError, match="only inside a function that a Python operator"):
         augkit.random.call_seed()
+
+
+# The recipe of ``call_seed``'s docstring as a notebook or a script writes it: everything in
+# ``__main__``, so cloudpickle sends the function to workers by value, with its globals (the
+# threading.local among them). Run in a fresh interpreter with ``python -c``.
+MAIN_SCRIPT = """
+import sys, threading
+
+import albumentations as A
+import numpy as np
+
+import augkit.random
+from augkit import fn, pipeline_def, types
+
+_local = threading.local()  # one Compose per thread
+
+
+def per_thread_transform():
+    transform = getattr(_local, "transform", None)
+    if transform is None:
+        transform = _local.transform = A.Compose(
+            [
+                A.HorizontalFlip(p=0.5),
+                A.RandomBrightnessContrast(brightness_limit=0.3, contrast_limit=0.3, p=1.0),
+                A.Affine(rotate=(-25, 25), p=1.0),
+            ]
+        )
+    return transform
+
+
+def augment(image):
+    transform = per_thread_transform()
+    transform.set_random_seed(augkit.random.call_seed())
+    return transform(image=image)["image"]
+
+
+def run(**settings):
+    @pipeline_def(batch_size=4, device_id=None, seed=2024, **settings)
+    def augmented():
+        jpegs, _ = fn.readers.file(file_root=sys.argv[1])
+        images = fn.resize(fn.decoders.image(jpegs, output_type=types.RGB), size=(48, 64))
+        return images, fn.python_function(images, function=augment)
+
+    pipe = augmented()
+    try:
+        out = {}
+        for iteration in range(2):
+            images, augmented_images = pipe.run()
+            for i in range(len(images)):
+                out[f"input-{iteration}-{i}"] = images.at(i)
+                out[f"output-{iteration}-{i}"] = augmented_images.at(i)
+        return out
+    finally:
+        pipe.close()
+
+
+assert augment.__module__ == "__main__"
+arrays = {}
+for mode, settings in [
+    ("threads", dict(num_threads=2, py_num_workers=1)),
+    ("workers", dict(num_threads=2, py_num_workers=2)),
+    ("spawn", dict(num_threads=2, py_num_workers=2, py_start_method="spawn")),
+]:
+    arrays.update({f"{mode}/{key}": value for key, value in run(**settings).items()})
+np.savez(sys.argv[2], **arrays)
+"""
+
+
+def test_the_recipe_defined_in_main_runs_in_worker_processes(tmp_path: pathlib.Path) -> None:
+    """Issue 25: the module-level threading.local of a ``__main__`` function reaches each
+    worker empty (it could not be pickled), and workers give what threads give."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
+    )
+    result_file = tmp_path / "results.npz"
+    done = subprocess.run(
+        [sys.executable, "-c", MAIN_SCRIPT, str(IMAGES), str(result_file)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-5000:]
+    with np.load(result_file) as arrays:
+        got = {key: arrays[key] for key in arrays.files}
+    keys = sorted(key.split("/", 1)[1] for key in got if key.startswith("threads/"))
+    assert len(keys) == 16  # 2 iterations of 4 images and their augmented versions
+    for mode in ("workers", "spawn"):
+        for key in keys:
+            np.testing.assert_array_equal(got[f"{mode}/{key}"], got[f"threads/{key}"], err_msg=key)
+    outputs = [key for key in keys if key.startswith("output-")]
+    changed = [
+        key
+        for key in outputs
+        if not np.array_equal(got[f"threads/{key}"], got[f"threads/input-{key[7:]}"])
+    ]
+    assert changed, "the transform left every image as it was: the comparison proves nothing"

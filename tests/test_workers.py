@@ -6,12 +6,15 @@ timeouts, interrupts, and that no process or shared-memory file outlives a pool.
 
 from __future__ import annotations
 
+import collections
+import contextvars
 import ctypes
 import gc
 import glob
 import multiprocessing
 import os
 import pickle
+import queue
 import signal
 import subprocess
 import sys
@@ -368,15 +371,165 @@ def test_object_arrays_are_refused_as_inputs(pool):
 
 
 def test_an_unpicklable_function_is_a_worker_error(pool):
-    lock = threading.Lock()
+    numbers = (i for i in range(3))  # a generator cannot be pickled
 
-    def holds_a_lock(args: Any, extra: Any) -> Any:
-        with lock:
-            return args
+    def holds_a_generator(args: Any, extra: Any) -> Any:
+        return args + next(numbers)
 
-    with pytest.raises(WorkerError, match=r"cannot send the function .*holds_a_lock"):
-        pool.map("lock", holds_a_lock, [(1, None)])
+    with pytest.raises(WorkerError, match=r"cannot send the function .*holds_a_generator"):
+        pool.map("generator", holds_a_generator, [(1, None)])
     assert _ok(pool.map("fine", lambda args, extra: args, [(1, None)])) == [1]
+
+
+class _PerThread(threading.local):
+    """A threading.local subclass whose __init__ sets defaults (run on every thread)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+
+class _NeedsArguments(threading.local):
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+class _PicklesItself(threading.local):
+    def __reduce__(self) -> Any:
+        return (_PicklesItself, (), {"restored": True})
+
+
+class _KeepsItsState(threading.local):
+    def __getstate__(self) -> Any:
+        return {"kept": self.__dict__.get("kept")}
+
+
+def _tries_lock(lock: Any) -> bool:
+    """Whether another thread can take ``lock`` at once (releasing it again)."""
+    taken: list[bool] = []
+
+    def attempt() -> None:
+        taken.append(lock.acquire(blocking=False))
+        if taken[0]:
+            lock.release()
+
+    thread = threading.Thread(target=attempt)
+    thread.start()
+    thread.join()
+    return taken[0]
+
+
+def test_per_thread_state_and_locks_travel_fresh():
+    """What a function's globals may hold that cannot be pickled as it is: per-thread state
+    (empty in the worker, or as __init__ fills it) and locks (unlocked in the worker)."""
+    plain = threading.local()
+    plain.transform = "this thread's"
+    per_thread = _PerThread()
+    per_thread.calls = 5
+    lock, rlock = threading.Lock(), threading.RLock()
+    condition = threading.Condition(rlock)
+    var = contextvars.ContextVar("var", default="default")
+    var.set("set here")
+    bare_var = contextvars.ContextVar("bare")
+    bare_var.set("set here")
+    keeps = _KeepsItsState()
+    keeps.kept = "kept"
+    lock.acquire()
+    rlock.acquire()
+    try:
+        assert not _tries_lock(lock) and not _tries_lock(rlock)
+        sent = (plain, per_thread, lock, rlock, condition, lock, var, bare_var)
+        back = pickle.loads(workers._pickle_function_bytes((*sent, _PicklesItself(), keeps)))
+    finally:
+        rlock.release()
+        lock.release()
+    b_plain, b_per_thread, b_lock, b_rlock, b_condition, b_lock_again, b_var, b_bare = back[:8]
+    assert type(b_plain) is threading.local and not hasattr(b_plain, "transform")
+    assert type(b_per_thread) is _PerThread and b_per_thread.calls == 0
+    seen = []
+    other = threading.Thread(target=lambda: seen.append(b_per_thread.calls))
+    other.start()
+    other.join()
+    assert seen == [0]  # still a threading.local: __init__ runs on each new thread
+    assert type(b_lock) is type(lock) and not b_lock.locked() and _tries_lock(b_lock)
+    assert type(b_rlock) is type(rlock) and _tries_lock(b_rlock)
+    assert b_lock_again is b_lock  # identity is kept within one pickle
+    assert type(b_condition) is threading.Condition and b_condition._lock is b_rlock
+    assert b_condition._waiters == collections.deque()
+    assert b_var is not var and b_var.name == "var" and b_var.get() == "default"
+    with pytest.raises(LookupError):
+        b_bare.get()
+    # a subclass that pickles itself is left to: its own __reduce__, its own __getstate__
+    assert type(back[8]) is _PicklesItself and back[8].restored
+    assert type(back[9]) is _KeepsItsState and back[9].kept == "kept"
+
+
+def test_objects_built_on_locks_travel_with_their_other_state():
+    """A Semaphore, an Event, a Queue: fresh locks, the rest copied as any global is."""
+    semaphore, event, items = threading.Semaphore(2), threading.Event(), queue.Queue()
+    event.set()
+    items.put("item")
+    semaphore.acquire()
+    try:
+        sent = (semaphore, event, items)
+        b_semaphore, b_event, b_items = pickle.loads(workers._pickle_function_bytes(sent))
+    finally:
+        semaphore.release()
+    assert b_semaphore.acquire(blocking=False) and not b_semaphore.acquire(blocking=False)
+    assert b_event.is_set()
+    assert b_items.get_nowait() == "item" and b_items.not_empty._lock is b_items.mutex
+
+
+def test_a_threading_local_subclass_whose_init_takes_arguments_is_refused(pool):
+    sizes = _NeedsArguments(3)
+
+    def uses_it(args: Any, extra: Any) -> Any:
+        return sizes.size
+
+    with pytest.raises(WorkerError, match=r"_NeedsArguments .*its __init__ takes arguments"):
+        pool.map("needs", uses_it, [(1, None)])
+
+
+STATEFUL_CELL = """
+import threading
+
+_local = threading.local()
+_lock = threading.Lock()
+
+
+class Hits(threading.local):
+    def __init__(self):
+        self.count = 0
+
+
+_hits = Hits()
+
+
+def counted(args, extra):
+    with _lock:
+        _hits.count += 1
+    if not hasattr(_local, "first"):
+        _local.first = extra
+    return _local.first, _hits.count
+"""
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_a_notebook_function_with_a_thread_local_and_a_lock_runs_in_workers(start_method):
+    """The per-thread recipe as a notebook writes it: module ``__main__``, sent by value with
+    its globals. Each worker fills its own empty copy; a lock the parent holds is free there."""
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(STATEFUL_CELL, "/notebook/cell_9.py", "exec"), namespace)
+    counted = namespace["counted"]
+    namespace["_local"].first = "parent"
+    namespace["_hits"].count = 100
+    items = [((), i) for i in range(4)]
+    with WorkerPool(2, start_method) as pool, namespace["_lock"]:
+        got = _ok(pool.map("counted", counted, items, timeout=60))
+        # the function is cached in the workers: their state carries on from call to call
+        again = _ok(pool.map("counted", counted, items, timeout=60))
+    assert got == [(0, 1), (0, 2), (2, 1), (2, 2)]  # two items per worker, in order
+    assert again == [(0, 3), (0, 4), (2, 3), (2, 4)]
+    assert namespace["_local"].first == "parent" and namespace["_hits"].count == 100
 
 
 def test_a_function_that_cannot_load_in_the_worker(pool):
