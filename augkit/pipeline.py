@@ -33,6 +33,23 @@ batch when it was given ``pad_last_batch=True``). ``for outputs in pipe:`` (or
 
 After the loop the readers start the next epoch from its first sample (``reset()``), so every
 ``for`` loop sees one whole epoch, however the previous one ended.
+
+The epoch contract, which every client (``Pipeline.epoch``, the PyTorch iterators,
+``PipelineDataset``, ``augkit.ray``) keeps through this public interface and nothing else:
+
+- ``position(reader_name)``: where the reader stands in its shard's epoch after the last batch
+  delivered (an ``EpochPosition``: ``epoch``, ``delivered``, ``size``, ``samples``, ``left``);
+- ``run_partial(reader_name)``: the next batch, stopped at the end of that epoch (it holds only
+  the samples left in it); ``run()``: the next full batch, which goes on into the next epoch;
+- ``reset()``: the next epoch, from its first sample.
+
+Each epoch of a shard is a whole permutation of the shard's samples (its own order with
+``random_shuffle``/``shuffle_after_epoch``), so an epoch walked with ``run_partial`` until
+``position().left == 0`` and then ``reset()`` delivers each of its samples exactly once (plus
+``pad_last_batch``'s copies of the last one); a full batch that runs past the end borrows the
+next epoch's first samples, which ``reset()`` reads again. The shards of an epoch partition the
+data set (ranges of one order that every shard deals alike), rotating from epoch to epoch
+unless the reader sticks to its shard (``readers/cursor.py``).
 """
 
 from __future__ import annotations
@@ -62,6 +79,8 @@ from augkit.errors import (
 )
 from augkit.executor import collect
 from augkit.graph import DataNode, OperatorNode, tracing
+from augkit.operators.base import HOLES
+from augkit.operators.readers.cursor import EpochPosition
 from augkit.operators.readers.pairing import check_pairing
 from augkit.random import resolve_seed
 from augkit.runners import GraphRunner, PrefetchRunner
@@ -396,7 +415,7 @@ class Pipeline:
         before it computes a batch, e.g. to ``feed_input`` an external source (DALI's legacy
         ``iter_setup`` pattern)."""
 
-    def _run(self, partial: bool, lead: str | None = None) -> tuple[TensorList, ...]:
+    def _run(self, partial: bool | str, lead: str | None = None) -> tuple[TensorList, ...]:
         self.build()
         self.iter_setup()
         delivery = self._runner.run(partial, lead)
@@ -405,6 +424,74 @@ class Pipeline:
         if self._delivered % backend.TRIM_EVERY == 0:
             backend.trim_allocator()  # long runs stay flat (see its docstring)
         return delivery.outputs
+
+    def run_partial(
+        self, reader_name: str | None = None, *, holes: bool = False
+    ) -> tuple[TensorList, ...]:
+        """Compute the next batch, stopped at the end of the epoch of the reader
+        ``reader_name`` (default: the first): at the epoch's end it holds only the samples
+        left (fewer than ``batch_size``), and never ``pad_last_batch``'s copies; the other
+        readers stop with it. Once the epoch was delivered (``position().left == 0``) the next
+        batch is the next epoch's first (call ``reset()`` first to be sure the epoch starts
+        whole). An external source's epoch ends at its ``StopIteration``, raised here as by
+        ``run()``.
+
+        Args:
+            holes: a sample that a decoder with ``on_error="skip"`` leaves out leaves a hole
+                (the batch is shorter) instead of being replaced by a later sample of the
+                epoch: every batch then covers ``batch_size`` positions, so an epoch has the
+                same number of batches whatever is skipped (how the iterators walk epochs).
+
+        Raises:
+            GraphError: no reader of that name.
+
+        Example:
+            >>> from augkit import fn, pipeline_def
+            >>> @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=1)
+            ... def labels():
+            ...     return fn.readers.file(file_root="data/images", name="Reader")[1]
+            >>> pipe = labels()
+            >>> sizes = [len(pipe.run_partial()[0]) for _ in range(4)]
+            >>> sizes, pipe.position().left
+            ([4, 4, 4, 3], 0)
+        """
+        self.build()
+        lead = self._lead(reader_name)
+        partial = HOLES if holes else True
+        return self._run(partial=partial, lead=lead.name if lead is not None else None)
+
+    def position(self, reader_name: str | None = None) -> EpochPosition | None:
+        """Where the reader ``reader_name`` (default: the first) stands in its shard's epoch
+        after the last batch delivered: an ``EpochPosition`` (``epoch``, ``delivered``,
+        ``size``, ``samples``, and ``left``). Batches computed ahead in the background do not
+        count. ``None`` where there is no reader to tell (a pipeline of external sources, whose
+        epoch ends at their ``StopIteration``; a debug-mode pipeline before its first run).
+
+        Raises:
+            GraphError: no reader of that name, or a pipeline with neither readers nor
+                external sources (it has no epochs).
+
+        Example:
+            >>> from augkit import fn, pipeline_def
+            >>> @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=1)
+            ... def labels():
+            ...     return fn.readers.file(file_root="data/images", name="Reader")[1]
+            >>> pipe = labels()
+            >>> _ = pipe.run()
+            >>> pipe.position()
+            EpochPosition(epoch=0, delivered=4, size=15, samples=15)
+        """
+        self.build()
+        lead = self._lead(reader_name)
+        if lead is None:
+            return None
+        return lead.position(self._runner.reader_state(lead.name))
+
+    def reader_names(self) -> list[str]:
+        """The names of the pipeline's readers, in graph order (none in debug mode before
+        the first ``run()``, which makes them)."""
+        self.build()
+        return list(self._runner.readers()) if self._runner.readers_known else []
 
     def _lead(self, name: str | None) -> Any:
         """The reader ``name`` (default: the first), or None while the readers do not exist
@@ -683,7 +770,11 @@ class Pipeline:
     def reader_meta(self, name: str | None = None) -> dict[str, Any]:
         """DALI's ``reader_meta``: ``epoch_size``, ``epoch_size_padded``, ``number_of_shards``,
         ``shard_id``, ``pad_last_batch`` and ``stick_to_shard`` of the reader ``name``, or
-        ``{name: meta}`` for every reader (what DALI's iterators size an epoch with)."""
+        ``{name: meta}`` for every reader (what DALI's iterators size an epoch with); and
+        augkit's ``shuffled`` (its order changes from epoch to epoch: ``random_shuffle`` or
+        ``shuffle_after_epoch``) and ``skips_samples`` (a decoder with ``on_error="skip"``
+        may leave samples out), which tell the iterators to walk the reader's own epochs
+        (``augkit.plugin.base_iterator``)."""
         self.build()
         if not self._runner.readers_known:
             raise GraphError("in debug mode the readers exist once run() has run the definition")
@@ -698,6 +789,8 @@ class Pipeline:
             "shard_id": sharding.shard_id,
             "pad_last_batch": sharding.pad_last_batch,
             "stick_to_shard": sharding.stick_to_shard or sharding.shuffle_after_epoch,
+            "shuffled": sharding.random_shuffle or sharding.shuffle_after_epoch,
+            "skips_samples": reader.skips_samples,
         }
 
     def class_names(self) -> dict[int, str]:
@@ -733,23 +826,26 @@ class Pipeline:
         return self._epoch(reader_name, last_batch_policy)
 
     def _epoch(self, reader_name: str | None, policy: str) -> Iterator[tuple[TensorList, ...]]:
-        runner = self._runner
         try:
-            lead = self._lead(reader_name)
-            if lead is not None and lead.left_in_epoch(runner.reader_state(lead.name)) == 0:
-                # run() stopped exactly at the end of an epoch: this loop is the next epoch.
+            position = self.position(reader_name)
+            if position is not None and position.delivered:
+                # run() was called, or an epoch was left early (or stopped exactly at its
+                # end): this loop is a whole epoch, the next one.
                 self.reset()
             while True:
-                if lead is not None:
-                    left = lead.left_in_epoch(runner.reader_state(lead.name))
+                position = self.position(reader_name)
+                if position is not None:
+                    left = position.left
                     if left == 0 or (policy == "drop" and left < self._batch_size):
                         return
                 try:
-                    batch = self._run(partial=policy == "partial", lead=lead.name if lead else None)
+                    if policy == "partial":
+                        batch = self.run_partial(reader_name)
+                    else:
+                        batch = self._run(partial=False)
                 except StopIteration:  # an external source ended its epoch (as in DALI)
                     return
                 yield batch
-                lead = lead or self._lead(reader_name)
         finally:
             self.reset()
 

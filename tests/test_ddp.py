@@ -234,10 +234,10 @@ def _bad_file_set(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.glob("*/*.jpg"))
 
 
-@pytest.mark.parametrize(
-    "policy,length,sizes", [("partial", 5, [4, 4, 4, 3, 0]), ("drop", 4, [4, 4, 4])]
-)
-def test_skipped_files_each_good_file_once_and_the_counts(tmp_path, policy, length, sizes):
+@pytest.mark.parametrize("policy,length,delivered", [("partial", 5, 15), ("drop", 4, (14, 16))])
+def test_skipped_files_each_good_file_once_and_the_counts(tmp_path, policy, length, delivered):
+    """len() is the number of batches every epoch gives (issue 25: it said 4 and the epoch gave
+    3), whatever is skipped: a bad file leaves a hole in its batch."""
     from augkit.errors import SkippedSampleWarning
 
     root = tmp_path / "images"
@@ -255,8 +255,12 @@ def test_skipped_files_each_good_file_once_and_the_counts(tmp_path, policy, leng
     for _ in range(2):
         with pytest.warns(SkippedSampleWarning):
             got = [names(ident) for _, _, ident in dataset]
-        assert [len(b) for b in got] == sizes
+        assert len(got) == length and all(len(b) <= 4 for b in got)
         seen = sorted(f for b in got for f in b)
+        if policy == "partial":
+            assert len(seen) == delivered
+        else:  # 16 positions in 4 batches, of which up to 2 are the bad files
+            assert delivered[0] <= len(seen) <= delivered[1]
         if policy == "partial":
             assert seen == FILES  # the 15 good files once, the 2 bad ones absent
         else:
@@ -402,7 +406,10 @@ def check_shards(epochs: list, stick: bool) -> None:
         shards = [[BY_SIZE[i] for i, _, _ in g["samples"]] for g in gathered]
         assert set(shards[0]).isdisjoint(shards[1])
         assert sorted(shards[0] + shards[1]) == FILES  # complete, each file once
-        assert sorted(shards[0]) in (FILES[:7], FILES[7:])  # DALI's contiguous shard ranges
+        # random_shuffle deals the whole data set once before sharding (as DALI does): the
+        # ranks read mixed classes, not blocks of class folders (issue 25)
+        for shard in shards:
+            assert len({f.split("/")[0] for f in shard}) >= 4, shard
         for g in gathered:
             for ident, label, _ in g["samples"]:
                 assert CLASSES[label] == BY_SIZE[ident].split("/")[0]  # label with its file

@@ -361,6 +361,8 @@ def test_reader_meta_says_what_dalis_iterators_size_an_epoch_with():
         "shard_id": 1,
         "pad_last_batch": True,
         "stick_to_shard": False,
+        "shuffled": False,
+        "skips_samples": False,
     }
     assert pipe.reader_meta() == {"Reader": meta}
     pipe.close()

@@ -36,6 +36,9 @@ from augkit.random import SampleStreams, sample_streams, stream_key
 from augkit.tensors import TensorList
 from augkit.types import DALIDataType
 
+# RunContext.partial's third value (see there).
+HOLES = "holes"
+
 
 @dataclass
 class IterationNotes:
@@ -65,7 +68,9 @@ class RunContext:
             the first failure (by sample index) is raised.
         device_id: the pipeline's CUDA device.
         partial: sources stop at the end of the epoch (a smaller last batch) instead of
-            filling the batch from the next epoch.
+            filling the batch from the next epoch; ``HOLES``: they stop there, and a sample
+            that a screen (``on_error="skip"``) rejects leaves a hole in the batch instead of
+            being replaced by a later one (``Pipeline.run_partial(holes=True)``).
         workers: returns the pipeline's pool of worker processes (started on first call), for
             Python operators that run in processes.
         py_num_workers: the pipeline's ``py_num_workers``.
@@ -84,7 +89,7 @@ class RunContext:
         default=lambda fn, n: [fn(i) for i in range(n)]
     )
     device_id: int | None = None
-    partial: bool = False
+    partial: bool | str = False
     workers: Callable[[], Any] | None = None
     py_num_workers: int = 1
     notes: IterationNotes = field(default_factory=IterationNotes)
@@ -360,6 +365,10 @@ class SourceOperator(OperatorImpl):
 
     def left_in_epoch(self, state: Any = None) -> int:
         """Samples not yet delivered in the current epoch (of ``state``, when given)."""
+        raise NotImplementedError
+
+    def position(self, state: Any = None) -> Any:
+        """The ``EpochPosition`` after the last batch (of ``state``, when given)."""
         raise NotImplementedError
 
     def get_state(self) -> Any:

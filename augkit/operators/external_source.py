@@ -63,8 +63,13 @@ Decisions and traps (where augkit differs from DALI, and why):
 - ``reset()`` starts the source's next epoch whenever something of the current one was asked
   for, not only after a ``StopIteration`` as in DALI: augkit's ``reset()`` also moves every
   reader to the start of its next epoch (a ``for`` loop or the viewer ends an epoch early), and
-  a source that kept counting would no longer line up with the reader it goes with. Data that
-  can start again (``cycle`` set) starts again; other iterables go on where they were.
+  a source that kept counting would no longer line up with the reader it goes with. An
+  iterable is started again: ``iter()`` is called on it anew (a generator function is called
+  anew), so a list, or an object whose ``__iter__`` starts over, gives its data again in every
+  epoch; an iterator or a generator object goes on where it was (``iter()`` of it is itself).
+  DALI gets the same from its read-ahead: the batch it computes ahead meets the source's
+  ``StopIteration`` before the iterator's ``reset()`` (its ``test_stop_iteration_pytorch``),
+  while augkit asks the source only for the batches ``run()`` needs.
 - A failed batch is lost, as everywhere in augkit: the next ``run()`` asks for the next
   iteration (the iteration numbers are the pipeline's, counted from the epoch's first batch),
   except after a ``KeyboardInterrupt``, where the same batch is asked for again.
@@ -489,8 +494,7 @@ class ExternalSource(OperatorImpl):
         self._first = None
         self._asked = self._ended = False
         self._ahead.clear()
-        if self._cycle is not None:
-            self._iterator = None  # the data starts again
+        self._iterator = None  # iter() anew: the data starts again where it can
 
     # --- running --------------------------------------------------------------------------------
     def run(

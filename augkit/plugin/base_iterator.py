@@ -28,16 +28,27 @@ DALI's own ``_DaliBaseIterator`` over real DALI pipelines; ``tests/test_iterator
 - Prefetching (``exec_async``) and worker processes change nothing: the iterator asks for
   batches in order with ``run()``, and the readers' positions are those of the batches consumed.
 
-Dropping bad samples (``decoders.image(on_error="skip")``, an augkit feature DALI lacks): a
-skipped file takes a reader position but no place in the batch, so counting ``batch_size``
-samples per batch would run past the epoch's end. When the reader ``reader_name`` of any
-pipeline screens its samples and the policy is PARTIAL or DROP, the iterator follows the
-readers' positions instead, as ``Pipeline.epoch()`` does: batches stop at the epoch's end (DROP
-drops a short one), the epoch of a pipeline ends when its reader has delivered its shard (a
-pipeline done before the others gives empty batches), and ``reset()`` moves every reader to its
-next epoch's start: every good file exactly once per epoch. ``len()`` is then DALI's count, an
-upper bound. FILL keeps DALI's count (its batches run into the next epoch anyway): with skips
-its epoch ends that many samples later in the reader's sequence.
+Where DALI's count would lose or repeat samples, the iterator walks the readers' own epochs
+instead (``walk_epoch``, on ``Pipeline.position``/``run_partial``/``run``/``reset``, the
+pipeline's epoch interface): when the reader ``reader_name`` shuffles (``random_shuffle``,
+``shuffle_after_epoch``: each epoch is a new order, so a window of N samples that straddles two
+epochs repeats some and misses others) or skips samples (``decoders.image(on_error="skip")``, an
+augkit feature DALI lacks). Then every epoch has exactly ``len()`` batches (DALI's count), on
+every pipeline and every shard:
+
+- PARTIAL: each batch stops at the reader's epoch end; a skipped file leaves a hole (the batch is
+  shorter) rather than being replaced by a later one, so the batches still cover the epoch in
+  ``len()`` steps; a pipeline whose shard is done gives an empty batch (as DALI's does);
+  ``pad_last_batch``'s copies are never delivered;
+- DROP: full batches of ``batch_size`` positions, ``len()`` of them (the tail that cannot fill
+  one is not read); holes as for PARTIAL;
+- FILL: full batches, the last completed by the reader (the next epoch's first samples, or
+  ``pad_last_batch``'s copies); a skipped file is replaced by a later one.
+
+and ``reset()`` moves every reader to its next epoch's first sample (the samples a FILL batch
+borrowed are read again there). So each epoch of each shard delivers every sample once (FILL
+adds its fill), and the shards of an epoch partition the data set. Without shuffling or skips,
+DALI's count is kept exactly (its windows are whole epochs of a repeating order).
 
 Bad arguments raise ``ArgumentError`` (a ``ValueError``) naming the argument where DALI asserts;
 the pipelines are not touched before the arguments are checked.
@@ -52,6 +63,7 @@ from __future__ import annotations
 import logging
 import math
 import warnings
+from collections.abc import Iterator
 from enum import Enum, unique
 from typing import Any
 
@@ -88,43 +100,48 @@ def _deprecation_warning() -> None:
 
 
 def reader_meta(pipe: Any, name: str) -> dict[str, Any]:
-    """DALI's ``Pipeline.reader_meta(name)`` for an augkit pipeline: epoch_size (N),
-    epoch_size_padded, number_of_shards, shard_id, pad_last_batch, stick_to_shard (True also
-    for ``shuffle_after_epoch``, which keeps each shard's range)."""
-    method = getattr(pipe, "reader_meta", None)
-    if callable(method):  # a Pipeline.reader_meta, where the pipeline has one
-        try:
-            return method(name)
-        except GraphError as exc:
-            raise ArgumentError(f"reader_name={name!r}: {exc}") from None
-    pipe.build()
-    runner = pipe._runner
-    if not runner.readers_known:
-        raise ArgumentError(
-            "reader_name: a debug-mode pipeline makes its readers at its first run(); "
-            "use a normal pipeline with the iterator"
-        )
-    readers = runner.readers()
-    if name not in readers:
-        known = ", ".join(repr(r) for r in readers) or "none"
-        raise ArgumentError(f"reader_name={name!r}: no reader of that name (readers: {known})")
-    reader = readers[name]
-    cursor = getattr(reader, "cursor", None)
-    if cursor is None:
-        raise ArgumentError(f"reader_name={name!r}: this reader has no epochs")
-    s = cursor.sharding
-    return {
-        "epoch_size": s.size,
-        "epoch_size_padded": reader.epoch_size(),
-        "number_of_shards": s.num_shards,
-        "shard_id": s.shard_id,
-        "pad_last_batch": s.pad_last_batch,
-        "stick_to_shard": s.stick_to_shard or s.shuffle_after_epoch,
-    }
+    """``Pipeline.reader_meta(name)`` (DALI's keys, and augkit's ``shuffled`` and
+    ``skips_samples``), with an ``ArgumentError`` naming ``reader_name`` where it fails."""
+    try:
+        return pipe.reader_meta(name)
+    except GraphError as exc:
+        raise ArgumentError(f"reader_name={name!r}: {exc}") from None
 
 
-def _has_readers(pipe: Any) -> bool:
-    return pipe._runner is not None and pipe._runner.readers_known and bool(pipe._runner.readers())
+def walk_epoch(
+    pipe: Any, reader_name: str | None, policy: LastBatchPolicy, steps: int
+) -> Iterator[tuple[tuple[Any, ...], int]]:
+    """One epoch of ``pipe``'s reader ``reader_name`` in exactly ``steps`` batches, through the
+    pipeline's epoch interface (see the module docstring): yields ``(outputs, kept)``, the
+    batch and how many of its samples belong to the epoch (0: the shard is done and
+    ``outputs`` is its previous batch, to be cut to nothing). Call ``pipe.reset()`` before it
+    for a whole epoch.
+
+    Raises:
+        ArgumentError: the shard has no sample to give a first batch.
+    """
+    last: tuple[Any, ...] | None = None
+    for _ in range(steps):
+        position = pipe.position(reader_name)
+        if policy == LastBatchPolicy.FILL:
+            outputs = pipe.run()
+        elif position.left == 0 or (
+            policy == LastBatchPolicy.DROP and position.left < pipe.batch_size
+        ):
+            if last is None:
+                raise ArgumentError(
+                    f"reader_name={reader_name!r}: the shard has no sample to deliver (fewer "
+                    f"samples than shards?)"
+                )
+            yield last, 0
+            continue
+        else:
+            outputs = pipe.run_partial(reader_name, holes=True)
+            if outputs and len(outputs[0]) == 0 and last is not None:
+                yield last, 0  # every sample of the batch was skipped: as a shard done
+                continue
+        last = outputs
+        yield outputs, len(outputs[0]) if outputs else 0
 
 
 class _DaliBaseIterator:
@@ -253,9 +270,12 @@ class _DaliBaseIterator:
         self._shard_sizes_initial = (ids + 1) * n // shards - ids * n // shards
         self._shard_sizes_per_gpu = self._shard_sizes_initial.copy()
         self._counter_per_gpu = np.zeros(shards, dtype=np.int64)
-        self._by_position = self._last_batch_policy != LastBatchPolicy.FILL and any(
-            getattr(p._runner.readers()[self._reader_name], "_screens", None) for p in self._pipes
-        )
+        self._by_position = any(m["shuffled"] or m["skips_samples"] for m in metas)
+        if self._by_position:
+            for p in self._pipes:
+                if p.position(self._reader_name).delivered:
+                    p.reset()  # run() was called: the first epoch starts whole too
+            self._walks = self._new_walks()
 
     # --- one batch ------------------------------------------------------------------------------
     def _end_iteration(self) -> None:
@@ -322,30 +342,19 @@ class _DaliBaseIterator:
             self._end_iteration()
         return outputs, self._kept()
 
+    def _new_walks(self) -> list[Iterator[tuple[tuple[Any, ...], int]]]:
+        policy, steps = self._last_batch_policy, len(self)
+        return [walk_epoch(p, self._reader_name, policy, steps) for p in self._pipes]
+
     def _next_by_position(self) -> tuple[list[tuple[Any, ...]], list[int] | None]:
         self._ever_scheduled = True
-        name, drop = self._reader_name, self._last_batch_policy == LastBatchPolicy.DROP
-        lefts = [p._lead(name).left_in_epoch(p._runner.reader_state(name)) for p in self._pipes]
-        if all(left == 0 or (drop and left < self.batch_size) for left in lefts):
+        if self._counter >= len(self) * self.batch_size:
             self._end_iteration()
         outputs, kept = [], []
-        for i, (p, left) in enumerate(zip(self._pipes, lefts, strict=True)):
-            if left == 0 or (drop and left < self.batch_size):
-                out = self._last[i]  # this shard is done: an empty batch
-                if out is None:
-                    raise ArgumentError(
-                        f"reader_name={name!r}: the shard of pipeline {i} has no sample to "
-                        f"deliver (fewer samples than shards?)"
-                    )
-                outputs.append(out)
-                kept.append(0)
-                continue
-            out = p._run(partial=True, lead=name)
-            self._last[i] = out
+        for walk in self._walks:
+            out, k = next(walk)
             outputs.append(out)
-            kept.append(len(out[0]) if out else 0)
-        if drop and any(k and k < self.batch_size for k in kept):
-            kept = [k if k == self.batch_size else 0 for k in kept]
+            kept.append(k)
         self._counter += self.batch_size
         return outputs, kept
 
@@ -402,14 +411,11 @@ class _DaliBaseIterator:
                     biggest = int(self._shard_sizes_per_gpu.max())
                     self._size = math.ceil(biggest / self.batch_size) * self.batch_size
         for p in self._pipes:
-            if not _has_readers(p):
+            if not p.reader_names():
                 p.reset()  # external sources: their next epoch (readers go on, as DALI's)
 
     def _reset_by_position(self) -> None:
-        name = self._reader_name
-        drop = self._last_batch_policy == LastBatchPolicy.DROP
-        lefts = [p._lead(name).left_in_epoch(p._runner.reader_state(name)) for p in self._pipes]
-        if not all(left == 0 or (drop and left < self.batch_size) for left in lefts):
+        if self._counter < len(self) * self.batch_size:
             # A log line, as DALI's (a warning would stop a loop run under -W error).
             _LOG.warning(
                 "DALI iterator does not support resetting while epoch is not finished. Ignoring..."
@@ -418,6 +424,7 @@ class _DaliBaseIterator:
         self._counter = 0
         for p in self._pipes:
             p.reset()  # every reader to its next epoch's first sample
+        self._walks = self._new_walks()
 
     @property
     def size(self) -> int:

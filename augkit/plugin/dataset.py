@@ -24,25 +24,27 @@ Decisions and traps:
 
   - ``"partial"`` (the default here, as a DataLoader's ``drop_last=False``): every sample of
     the shard exactly once; the last batch is smaller, copies made by the reader's
-    ``pad_last_batch=True`` are dropped, and a shard with fewer samples than the largest one
-    can end with an empty batch (as DALI's iterator does, e.g. ``b = 1``). Unlike DALI's
+    ``pad_last_batch=True`` are not delivered, and a shard with fewer samples than the largest
+    one can end with an empty batch (as DALI's iterator does, e.g. ``b = 1``). Unlike DALI's
     iterator without ``pad_last_batch``, where the samples of the next epoch that the short
     last batch read and trimmed are lost (DALI: "the next epoch will end sooner"), the reader
     is rewound, so every epoch holds each file of its shard once, padded or not;
-  - ``"drop"``: only full batches, ``N // n`` samples per shard at most (the larger shards'
-    extra samples are not seen in that epoch);
+  - ``"drop"``: only batches of ``b`` positions, ``N // n`` samples per shard at most (the
+    larger shards' extra samples are not seen in that epoch);
   - ``"fill"``: full batches, the last completed as the reader completes it (the next epoch's
     first samples, or copies of the last sample with ``pad_last_batch=True``). Unlike DALI's
     iterator, the next epoch starts again from its first sample (the borrowed samples are
     read again: augkit's ``reset()`` rule), so no epoch is shorter than ``len()``.
 
-  Without ``stick_to_shard`` the shards rotate from epoch to epoch (DALI's rule), each epoch
-  reading its shard's samples. With ``on_error="skip"`` skipped files are replaced by later
-  ones of the shard, so an epoch still holds each good file once, but it can end sooner: with
-  PARTIAL the missing batches are empty ones (the count above holds), with DROP they are
-  missing (fewer batches), with FILL the batches borrow more of the next epoch. A
-  pipeline without a reader (an external source) has no ``len()`` (``TypeError``, which a
-  DataLoader expects) and its epoch ends at the source's ``StopIteration``.
+  The epoch is walked by ``augkit.plugin.base_iterator.walk_epoch``, on the pipeline's epoch
+  interface (``Pipeline.position``, ``run_partial``, ``reset``): the iterators walk it the same
+  way wherever the reader shuffles or skips files. Without ``stick_to_shard`` the shards rotate
+  from epoch to epoch (DALI's rule), each epoch reading its shard's samples. With
+  ``on_error="skip"`` a skipped file leaves a hole in its batch (PARTIAL, DROP: the batch is
+  shorter) or is replaced by a later one (FILL): every epoch has ``len()`` batches whatever is
+  skipped, so the DDP ranks step together. A pipeline without a reader (an external source)
+  has no ``len()`` (``TypeError``, which a DataLoader expects) and its epoch ends at the
+  source's ``StopIteration``.
 - ``iter()`` always starts a whole epoch: one left early (``break``), or ``run()`` called in
   between, moves the reader on to the next epoch's first sample (``pipe.reset()``), as the end
   of an epoch does.
@@ -82,6 +84,7 @@ import torch.utils.data
 
 from augkit.errors import ArgumentError, RaggedBatchError
 from augkit.pipeline import Pipeline
+from augkit.plugin.base_iterator import LastBatchPolicy, walk_epoch
 
 # ``augkit.plugin.pytorch`` re-exports PipelineDataset (``from augkit.plugin.dataset import
 # PipelineDataset`` at its end), so its ``to_torch`` is imported when first needed, not here:
@@ -103,21 +106,14 @@ def _policy_name(value: Any) -> str:
     )
 
 
-def _shard_samples(s: Any, epoch: int) -> int:
-    """Samples of the data set in the shard that ``epoch`` reads (DALI's ranges and rotation:
-    ``readers/cursor.py``), not counting ``pad_last_batch``'s copies."""
-    stick = s.stick_to_shard or s.shuffle_after_epoch
-    shard = s.shard_id if stick else (s.shard_id + epoch) % s.num_shards
-    return s.size * (shard + 1) // s.num_shards - s.size * shard // s.num_shards
-
-
-def _epoch_batches(s: Any, batch_size: int, policy: str) -> int:
+def _epoch_batches(meta: dict[str, Any], batch_size: int, policy: str) -> int:
     """DALI's ``len()`` of an iterator with ``reader_name``: the same on every shard, from the
     largest shard (``ceil(N / num_shards)`` samples) for FILL and PARTIAL, from
     ``N // num_shards`` samples for DROP (``base_iterator.py``, ``_size``)."""
+    size, shards = meta["epoch_size"], meta["number_of_shards"]
     if policy == "drop":
-        return (s.size // s.num_shards) // batch_size
-    return math.ceil(math.ceil(s.size / s.num_shards) / batch_size)
+        return (size // shards) // batch_size
+    return math.ceil(math.ceil(size / shards) / batch_size)
 
 
 class PipelineDataset(torch.utils.data.IterableDataset):
@@ -171,27 +167,26 @@ class PipelineDataset(torch.utils.data.IterableDataset):
         self.as_dict = bool(as_dict)
         self._current: object | None = None  # the epoch in progress (see _batches)
         pipeline.build()
-        pipeline._lead(reader_name)  # an unknown reader name raises GraphError now
+        pipeline.position(reader_name)  # an unknown reader name raises GraphError now
 
-    def _meta(self) -> tuple[Any, Any] | None:
-        """(the lead reader, its ``Sharding``), or None for a pipeline without a reader (or
-        one whose reader has no epoch cursor: then ``pipe.epoch()``'s own rules apply)."""
-        pipe = self.pipeline
-        pipe.build()
-        lead = pipe._lead(self.reader_name)
-        sharding = getattr(getattr(lead, "cursor", None), "sharding", None)
-        return None if sharding is None else (lead, sharding)
+    def _sharding(self) -> dict[str, Any] | None:
+        """The lead reader's ``reader_meta`` (DALI's keys), or None for a pipeline without a
+        reader (an external source: then ``pipe.epoch()``'s own rules apply)."""
+        names = self.pipeline.reader_names()
+        if not names:
+            return None
+        return self.pipeline.reader_meta(self.reader_name or names[0])
 
     def __len__(self) -> int:
         """Batches per epoch: DALI's iterator rule, the same on every shard (see the module
         docstring)."""
-        meta = self._meta()
+        meta = self._sharding()
         if meta is None:
             raise TypeError(
                 "PipelineDataset has no len(): its pipeline has no reader (an external "
                 "source's epoch ends at its StopIteration)"
             )
-        return _epoch_batches(meta[1], self.pipeline.batch_size, self.last_batch_policy)
+        return _epoch_batches(meta, self.pipeline.batch_size, self.last_batch_policy)
 
     def __iter__(self) -> Iterator[Any]:
         if torch.utils.data.get_worker_info() is not None:
@@ -205,47 +200,23 @@ class PipelineDataset(torch.utils.data.IterableDataset):
         return self._batches()
 
     def _batches(self) -> Iterator[Any]:
-        meta = self._meta()
-        if meta is None:
-            epoch = self.pipeline.epoch(self.last_batch_policy, self.reader_name)
+        pipe = self.pipeline
+        if self._sharding() is None:
+            epoch = pipe.epoch(self.last_batch_policy, self.reader_name)
             try:
                 for outputs in epoch:
                     yield self._convert(outputs)
             finally:
                 epoch.close()  # resets the sources: the next iter() is the next epoch
             return
-        lead, sharding = meta
-        pipe, policy = self.pipeline, self.last_batch_policy
-        runner = pipe._runner
         token = self._current = object()
         try:
-            if runner.reader_state(lead.name)[1] != 0:
+            if pipe.position(self.reader_name).delivered:
                 pipe.reset()  # run() was called, or an epoch was left: start a whole one
-            epoch = runner.reader_state(lead.name)[0]
-            real_left = _shard_samples(sharding, epoch)  # padded copies not counted
-            last = None
-            for _ in range(_epoch_batches(sharding, pipe.batch_size, policy)):
-                left = lead.left_in_epoch(runner.reader_state(lead.name))
-                if policy == "drop" and left < pipe.batch_size:
-                    return  # skipped files (on_error="skip") left too few for a full batch
-                if policy == "partial" and (real_left <= 0 or left == 0):
-                    # A shard smaller than the largest one: DALI's iterator gives an empty
-                    # batch, so that every shard steps the same number of times.
-                    if last is None:
-                        return
-                    yield self._take(last, 0)
-                    continue
-                # DROP reads partial batches too, and drops a short one: a full batch would
-                # borrow the next epoch's samples where skipped files left the epoch short.
-                outputs = pipe._run(partial=policy != "fill", lead=lead.name)
-                got = len(outputs[0])
-                if policy == "drop" and got < pipe.batch_size:
-                    return
-                last = self._convert(outputs)
-                if policy == "partial" and got > real_left:
-                    last = self._take(last, real_left)  # pad_last_batch's copies dropped
-                real_left -= got
-                yield last
+            policy = LastBatchPolicy[self.last_batch_policy.upper()]
+            for outputs, kept in walk_epoch(pipe, self.reader_name, policy, len(self)):
+                batch = self._convert(outputs)
+                yield batch if kept == len(outputs[0]) else self._take(batch, kept)
         finally:
             if self._current is token:  # not an old, abandoned epoch closed after a new one began
                 pipe.reset()  # the next iter() starts the next epoch from its first sample

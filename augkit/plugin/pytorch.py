@@ -39,6 +39,7 @@ import sys
 import types as pytypes
 from typing import Any
 
+import numpy as np
 import torch
 import torch.utils.dlpack
 
@@ -73,6 +74,10 @@ def to_torch(batch: TensorList | Tensor, device: str | None = None) -> Any:
         RaggedBatchError: a batch whose samples differ in shape (use ``[to_torch(t) for t in
             batch]`` instead).
     """
+    if isinstance(batch, TensorList) and len(batch) == 0 and batch._dense is None:
+        # A batch whose every sample was skipped (an epoch walked with holes): no shape to
+        # stack, so a tensor of no samples.
+        return torch.from_numpy(np.empty((0,), batch.dtype.numpy))
     if isinstance(batch, TensorList):
         data = batch._dense if batch._dense is not None else batch.as_tensor()._data
     else:

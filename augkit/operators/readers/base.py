@@ -2,7 +2,9 @@
 the position in the data set (``cursor.EpochCursor``), reading a batch on the pipeline's threads
 with errors that name the file, and the refilling half of the screening protocol
 (``augkit.operators.screening``): samples a screening operator rejects are left out and the
-reader reads on, so batches stay full.
+reader reads on, so batches stay full; except in a batch of ``Pipeline.run_partial(holes=True)``
+(how the iterators walk an epoch), where a rejected sample leaves a hole (the batch is shorter),
+so that an epoch has the same number of batches whatever is skipped.
 
 A reader subclass writes three things:
 
@@ -32,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from augkit.errors import ArgumentError, OperatorError, SkippedSample
-from augkit.operators.base import RunContext, SourceOperator
-from augkit.operators.readers.cursor import EpochCursor, Sharding, State
+from augkit.operators.base import HOLES, RunContext, SourceOperator
+from augkit.operators.readers.cursor import EpochCursor, EpochPosition, Sharding, State
 from augkit.operators.registry import Arg, to_bool, to_int
 from augkit.operators.screening import Rejected, Screen
 from augkit.tensors import TensorList
@@ -145,6 +147,9 @@ class Reader(SourceOperator):
     def left_in_epoch(self, state: Any = None) -> int:
         return self.cursor.left_in_epoch(state)
 
+    def position(self, state: Any = None) -> EpochPosition:
+        return self.cursor.position(state)
+
     def get_state(self) -> State:
         return self.cursor.state
 
@@ -155,6 +160,12 @@ class Reader(SourceOperator):
         self.cursor.reset()
 
     # --- Refilling (augkit.operators.screening) ------------------------------------------------
+    @property
+    def skips_samples(self) -> bool:
+        """Whether a screening operator (a decoder with ``on_error="skip"``) may leave samples
+        out of this reader's batches."""
+        return bool(self._screens)
+
     def attach_screen(self, output: int, operator: str, screen: Screen) -> None:
         self._screens.append((output, operator, screen))
 
@@ -281,7 +292,10 @@ class Reader(SourceOperator):
         then commit the position and make the batch; the screened values and the skips go into
         ``ctx.notes``."""
         cursor = self.cursor
-        while len(kept) < batch_size and self._failed_in_row <= self._size:
+        # With HOLES (Pipeline.run_partial(holes=True)) nothing is read on for: a skipped sample
+        # leaves a hole, so every batch covers batch_size positions and an epoch has as many
+        # batches whatever is skipped (the iterators' len(), DDP ranks stepping together).
+        while partial != HOLES and len(kept) < batch_size and self._failed_in_row <= self._size:
             picks, e, p = cursor.take(epoch, e, p, batch_size - len(kept), partial, pad=False)
             if not picks:
                 break

@@ -9,7 +9,12 @@ Sharding is DALI's: shard ``k`` of ``n`` covers samples ``[N*k//n, N*(k+1)//n)``
 Shuffling (augkit's rule; DALI's shuffle goes through a C++ sample buffer and ``std::mt19937``,
 so its order cannot be reproduced outside libstdc++):
 
-- ``random_shuffle``: each epoch reads its shard's samples in a full permutation drawn from
+- ``random_shuffle``: as in DALI, the whole data set is first dealt once in a fixed order, the
+  same on every shard (a permutation drawn from ``epoch_rng(shuffle_after_epoch_key, 0)``, DALI's
+  ``std::shuffle`` of the file list with ``kDaliDataloaderSeed``), and the shards are ranges of
+  that order: a data set stored class by class (``readers.file`` on class folders) gives every
+  shard, so every DDP rank, samples of nearly every class, not a block of classes. Each epoch
+  then reads its shard's samples in a full permutation drawn from
   ``augkit.random.epoch_rng(reader_seed, epoch)``.
 - ``shuffle_after_epoch``: each epoch (epoch 0 included, as in DALI) permutes the whole data set
   with ``epoch_rng(shuffle_after_epoch_key, epoch)``, the same on every shard, so the shards stay
@@ -20,8 +25,9 @@ Epochs. A batch that reaches the end of the epoch goes on with the next epoch's 
 next epoch's order), or, with ``pad_last_batch``, is filled with copies of the epoch's last
 sample; every shard is then padded to ``ceil(N/n)`` samples, so all shards give the same number
 of batches, and the next batch starts the next epoch. With ``partial`` a batch stops at the end
-of the epoch. ``reset()`` moves to the first sample of the next epoch: samples of the next epoch
-that a full last batch borrowed are read again there, so every epoch loop sees a whole epoch.
+of the epoch, and at the end of the shard's own samples: it holds no padded copy. ``reset()``
+moves to the first sample of the next epoch: samples of the next epoch that a full last batch
+borrowed are read again there, so every epoch loop sees a whole epoch.
 
 The position is ``(epoch, delivered, ahead)``: the epoch the pipeline is in, how many of its
 samples were delivered, and how many samples of the following epochs a full batch has already
@@ -32,12 +38,46 @@ batch that fails to read leaves the position where it was.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from augkit.random import epoch_rng
 
 State = tuple[int, int, int]
+
+
+class EpochPosition(NamedTuple):
+    """Where a reader stands in its shard's epoch, after the last batch delivered
+    (``Pipeline.position``).
+
+    Attributes:
+        epoch: the epoch (0 for the first) that the last batch belonged to, or that the next
+            one starts after ``reset()``.
+        delivered: samples of that epoch delivered so far (``pad_last_batch``'s copies count).
+        size: samples in the shard's epoch (``pad_last_batch``'s copies included).
+        samples: the shard's own samples in that epoch (without the copies).
+
+    Example:
+        >>> p = EpochPosition(epoch=0, delivered=12, size=16, samples=15)
+        >>> p.left, p.samples_left
+        (4, 3)
+    """
+
+    epoch: int
+    delivered: int
+    size: int
+    samples: int
+
+    @property
+    def left(self) -> int:
+        """Positions left in the epoch (0: the epoch was delivered)."""
+        return self.size - self.delivered
+
+    @property
+    def samples_left(self) -> int:
+        """The shard's own samples left in the epoch (padded copies not counted)."""
+        return max(self.samples - self.delivered, 0)
 
 
 @dataclass(frozen=True)
@@ -52,7 +92,7 @@ class Sharding:
     random_shuffle: bool = False
     shuffle_after_epoch: bool = False
     seed: int = 0  # random_shuffle's key (the reader's seed)
-    global_key: int = 0  # shuffle_after_epoch's key
+    global_key: int = 0  # shuffle_after_epoch's key, and random_shuffle's deal
 
 
 class EpochCursor:
@@ -72,6 +112,7 @@ class EpochCursor:
         self._stick = sharding.stick_to_shard or sharding.shuffle_after_epoch
         self._padded_length = -(-sharding.size // sharding.num_shards)
         self._orders: dict[int, np.ndarray] = {}
+        self._dealt: np.ndarray | None = None  # random_shuffle's one deal of the data set
         self._epoch = 0
         self._pos = 0
         self._ahead = 0
@@ -86,6 +127,10 @@ class EpochCursor:
         """Samples in this shard's epoch ``epoch`` (padded copies included)."""
         if self.sharding.pad_last_batch:
             return self._padded_length
+        return self.samples(epoch)
+
+    def samples(self, epoch: int) -> int:
+        """The shard's own samples in epoch ``epoch`` (padded copies not counted)."""
         low, high = self._shard_range(epoch)
         return high - low
 
@@ -98,7 +143,9 @@ class EpochCursor:
             if s.shuffle_after_epoch:
                 order = epoch_rng(s.global_key, epoch).permutation(s.size)[low:high]
             elif s.random_shuffle:
-                order = low + epoch_rng(s.seed, epoch).permutation(high - low)
+                if self._dealt is None:
+                    self._dealt = epoch_rng(s.global_key, 0).permutation(s.size)
+                order = self._dealt[low:high][epoch_rng(s.seed, epoch).permutation(high - low)]
             else:
                 order = np.arange(low, high)
             if len(self._orders) >= 4:
@@ -140,10 +187,16 @@ class EpochCursor:
     ) -> tuple[list[int], int, int]:
         """Up to ``n`` data set indices from position ``p`` of epoch ``e`` on, for a batch that
         began in ``epoch``; and the position after them. At the end of ``epoch``: stop with
-        ``partial``, or with ``pad_last_batch`` (then fill with copies of its last sample if
-        ``pad``), else go on in the next epoch."""
+        ``partial`` (which takes none of ``pad_last_batch``'s copies), or with
+        ``pad_last_batch`` (then fill with copies of its last sample if ``pad``), else go on in
+        the next epoch."""
         picks: list[int] = []
         while len(picks) < n:
+            if partial and e == epoch and p >= self.samples(e):
+                # pad_last_batch's copies are no samples of the epoch: a partial batch skips
+                # them, and the epoch is then delivered.
+                p = max(p, self.length(e))
+                break
             if p >= self.length(e):
                 if e == epoch and partial:
                     break
@@ -171,8 +224,12 @@ class EpochCursor:
         return self._padded_length * s.num_shards if s.pad_last_batch else s.size
 
     def left_in_epoch(self, state: State | None = None) -> int:
+        return self.position(state).left
+
+    def position(self, state: State | None = None) -> EpochPosition:
+        """The position after the last batch delivered (of ``state``, when given)."""
         epoch, pos, _ = self.state if state is None else state
-        return self.length(epoch) - pos
+        return EpochPosition(epoch, pos, self.length(epoch), self.samples(epoch))
 
     @property
     def state(self) -> State:
