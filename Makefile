@@ -3,13 +3,27 @@ PY ?= python3
 VENV = .venv
 BIN = $(VENV)/bin
 STAMP = $(VENV)/.installed
+# Every package the venv holds, at one version each: `make lock` writes it, `make venv` installs
+# exactly it (uv pip sync), whatever PyPI released since. pyproject.toml keeps the ranges a user
+# of the library needs; this is what the project tests with.
+LOCK = requirements.lock
+# uv, the installer, at the version the lock pins (pip only bootstraps it into the venv).
+UV_VERSION = $(shell sed -n 's/^uv==//p' $(LOCK))
+UV = $(BIN)/uv
+PIP_QUIET = -q --disable-pip-version-check
+# uv reads none of pip's configuration: pip's package sources (indexes, find-links), passed on.
+# Where pip has several that hold one pinned version, the first one listed wins.
+UV_SOURCES = $(shell $(PY) tools/pip_sources.py) --index-strategy unsafe-best-match
+# `make lock UPGRADE=1` takes every package's newest release; `UPGRADE='ipython jupyterlab'` those.
+UPGRADE ?=
+UV_UPGRADE = $(if $(filter 1 all,$(UPGRADE)),--upgrade,$(addprefix --upgrade-package=,$(UPGRADE)))
 # Debian's Chromium, which the browser test (tests/test_viewer_browser.py) drives with Playwright.
 CHROMIUM = /usr/bin/chromium
 # Debian's strace, with which tests/test_ray.py checks that a local Ray talks on loopback only.
 STRACE = /usr/bin/strace
 
 # Only the folders that exist yet are linted.
-LINT_PATHS = $(wildcard augkit tests benchmarks examples)
+LINT_PATHS = $(wildcard augkit tests benchmarks examples tools)
 # Notebooks whose stored outputs pytest checks with nbval.
 NOTEBOOKS = $(wildcard notebooks/*.ipynb)
 
@@ -18,16 +32,45 @@ ifeq ($(shell id -u),0)
 LAB_FLAGS = --allow-root
 endif
 
-.PHONY: venv test lint format demo lab bench bench-ops dali-venv dali-reference dali-parity clean distclean
+.PHONY: venv lock test-tools test lint format demo lab bench bench-ops dali-venv dali-reference dali-parity clean distclean
 
-venv: $(STAMP) $(CHROMIUM) $(STRACE)
+# The Python venv: all `make demo` and `make lab` need.
+venv: $(STAMP)
 
-# torch comes through pip on purpose: /etc/xdg/pip caps it at the release on this machine's disk.
-$(STAMP): pyproject.toml
-	$(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install --upgrade pip
-	$(BIN)/python -m pip install -e '.[dev]'
+# Debian's Chromium and strace: what only the tests need besides the venv.
+test-tools: $(CHROMIUM) $(STRACE)
+
+# The venv's Python, and uv in it at the lock's version. The venv starts without pip (its install
+# and removal would cost seconds): the system's pip bootstraps uv into it, or where there is none,
+# the venv's own, from ensurepip. uv pip sync then puts in the lock's pip like any package.
+define venv_with_uv
+test -x $(BIN)/python || $(PY) -m venv --without-pip $(VENV)
+	$(UV) --version 2>/dev/null | grep -qx 'uv $(UV_VERSION)\( .*\)\?' || \
+	$(PY) -m pip --python $(BIN)/python install $(PIP_QUIET) uv==$(UV_VERSION) || \
+	{ $(BIN)/python -m ensurepip -q && $(BIN)/python -m pip install $(PIP_QUIET) uv==$(UV_VERSION); }
+endef
+
+# A changed lock (or pyproject.toml) reinstalls: uv pip sync adds, removes and changes packages
+# until the venv holds the lock's versions and nothing else, then augkit itself goes in, editable,
+# with none of its dependencies (the lock has them) and the lock's setuptools to build it.
+$(STAMP): $(LOCK) pyproject.toml
+	$(venv_with_uv)
+	$(UV) pip sync --python $(BIN)/python $(UV_SOURCES) $(LOCK)
+	$(UV) pip install --python $(BIN)/python --no-deps --no-build-isolation -e .
 	touch $@
+
+# Resolves pyproject.toml's `dev` extra (which includes torch, notebook, jpeg, ray), uv and pip
+# into the lock, keeping its pins where they still fit (UPGRADE= above to move them), then writes
+# binder/requirements.txt's pins from it. Needs the network (PyPI). An unchanged lock keeps its
+# date, so that it does not reinstall the venv.
+lock:
+	$(venv_with_uv)
+	cp $(LOCK) $(LOCK).new
+	printf 'uv\npip\n' | $(UV) pip compile -q pyproject.toml --extra dev - --output-file $(LOCK).new \
+		--python $(BIN)/python $(UV_SOURCES) $(UV_UPGRADE) --custom-compile-command 'make lock' \
+		|| { rm -f $(LOCK).new; exit 1; }
+	if cmp -s $(LOCK).new $(LOCK); then rm $(LOCK).new; else mv $(LOCK).new $(LOCK); fi
+	$(BIN)/python tools/binder_requirements.py
 
 # Installed when missing and we are root; otherwise the browser test fails saying so (set
 # AUGKIT_SKIP_BROWSER=1 to skip it instead).
@@ -50,7 +93,7 @@ lint: venv
 # Then the GPU path once more, on tests/fake_cupy (CuPy's rules on NumPy, no device needed): the
 # gpu-marked tests of the files that have them, less those marked cuda (tests/conftest.py).
 GPU_TEST_FILES = $(shell grep -rl "pytest.mark.gpu" tests --include='*.py')
-test: lint
+test: lint test-tools
 	$(BIN)/python -m pytest --doctest-modules augkit tests $(if $(NOTEBOOKS),--nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(NOTEBOOKS))
 	AUGKIT_FAKE_GPU=1 $(BIN)/python -m pytest -m gpu -q $(GPU_TEST_FILES)
 

@@ -1,6 +1,8 @@
-"""binder/ holds what mybinder.org needs to run notebooks/ in JupyterLab; these checks keep it in
-step with the notebooks, pyproject.toml and the venv the tests run in (a Binder build is the
-only place a mistake there would show, minutes into a build nobody is watching)."""
+"""requirements.lock pins every package `make venv` installs; binder/ holds what mybinder.org
+needs to run notebooks/ in JupyterLab. These checks keep the venv the tests run in equal to the
+lock (so a new release on PyPI changes nothing here until `make lock` takes it), and binder/ in
+step with the lock, the notebooks and pyproject.toml (a Binder build is the only place a mistake
+there would show, minutes into a build nobody is watching)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BINDER = ROOT / "binder"
+LOCK = ROOT / "requirements.lock"
 REQUIREMENT = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[A-Za-z0-9.+!-]+)$")
 # Options a requirements file may carry here: extra places to find wheels, nothing else.
 INDEX_OPTIONS = ("--extra-index-url ", "--index-url ")
@@ -36,19 +39,41 @@ def _requirement_name(spec: str) -> str:
     return _normalize(re.split(r"[\s\[<>=!~;]", spec, maxsplit=1)[0])
 
 
-def _pins() -> dict[str, str]:
-    """``{normalized name: version}`` of binder/requirements.txt; fails on anything but ``==``."""
+def _read_pins(path: pathlib.Path, options: tuple[str, ...] = ()) -> dict[str, str]:
+    """``{normalized name: version}`` of a requirements file; fails on anything but ``==`` (and
+    the given options)."""
     pins: dict[str, str] = {}
-    for number, raw in enumerate((BINDER / "requirements.txt").read_text().splitlines(), 1):
+    where = path.relative_to(ROOT)
+    for number, raw in enumerate(path.read_text().splitlines(), 1):
         line = raw.split(" #", 1)[0].strip()
-        if not line or line.startswith("#") or line.startswith(INDEX_OPTIONS):
+        if not line or line.startswith("#") or (options and line.startswith(options)):
             continue
         match = REQUIREMENT.match(line)
-        assert match, f"binder/requirements.txt:{number}: {raw!r} is not `name==version`"
+        assert match, f"{where}:{number}: {raw!r} is not `name==version`"
         name = _normalize(match["name"])
-        assert name not in pins, f"binder/requirements.txt:{number}: {name} is pinned twice"
+        assert name not in pins, f"{where}:{number}: {name} is pinned twice"
         pins[name] = match["version"]
     return pins
+
+
+def _pins() -> dict[str, str]:
+    """``{normalized name: version}`` of binder/requirements.txt."""
+    return _read_pins(BINDER / "requirements.txt", INDEX_OPTIONS)
+
+
+def _lock() -> dict[str, str]:
+    """``{normalized name: version}`` of requirements.lock (`uv pip compile`'s output)."""
+    return _read_pins(LOCK)
+
+
+def _installed() -> dict[str, set[str]]:
+    """``{normalized name: versions}`` of the distributions this Python sees, augkit aside."""
+    installed: dict[str, set[str]] = {}
+    for distribution in importlib.metadata.distributions():
+        name = _normalize(distribution.metadata["Name"])
+        if name != "augkit":
+            installed.setdefault(name, set()).add(distribution.version)
+    return installed
 
 
 def _pyproject() -> dict:
@@ -78,19 +103,80 @@ def _notebook_imports(path: pathlib.Path) -> set[str]:
     return modules
 
 
-def test_every_pin_is_exact_and_is_what_the_tests_ran_with():
+def test_the_lock_pins_the_installers_and_what_pyproject_pins():
+    lock = _lock()
+    # make venv bootstraps uv at the lock's version; make lint runs the lock's ruff
+    for tool in ("uv", "pip", "ruff", "setuptools"):
+        assert tool in lock, f"requirements.lock does not pin {tool}: `make lock`"
+    extras = _pyproject()["project"]["optional-dependencies"]
+    for spec in extras["torch"] + extras["ray"]:
+        name, version = re.sub(r"\[.*\]", "", spec).split("==")
+        assert lock.get(_normalize(name)) == version, (
+            f"the lock pins {name} unlike pyproject: {spec}"
+        )
+
+
+def test_the_venv_holds_exactly_the_lock():
+    """What `make venv` installed is the lock, all of it and nothing else: a new release of any
+    package reaches the tests only through `make lock`."""
+    lock = _lock()
+    installed = _installed()
+    problems = [
+        f"{name}: installed {', '.join(sorted(versions))}, the lock has "
+        + (f"=={lock[name]}" if name in lock else "nothing")
+        for name, versions in sorted(installed.items())
+        if versions != {lock.get(name)}
+    ]
+    problems += [
+        f"{name}=={version}: not installed"
+        for name, version in sorted(lock.items())
+        if name not in installed
+    ]
+    assert not problems, (
+        "this venv is not requirements.lock (`make venv` installs the lock; `make lock` changes "
+        "it on purpose):\n" + "\n".join(problems)
+    )
+
+
+def test_every_binder_pin_is_the_lock_version():
+    lock = _lock()
     pins = _pins()
     assert pins, "binder/requirements.txt pins nothing"
-    for name, version in pins.items():
-        try:
-            installed = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            pytest.fail(f"binder/requirements.txt pins {name}, which this venv does not have")
-        # a local build (2.14.1+cu130) is the same release as its PyPI version (2.14.1)
-        assert installed.split("+")[0] == version.split("+")[0], (
-            f"binder/requirements.txt pins {name}=={version}; the venv has {installed}: "
-            f"update the pin (see `.venv/bin/pip freeze`)"
-        )
+    problems = [
+        f"{name}=={version}: the lock has " + (f"=={lock[name]}" if name in lock else "nothing")
+        for name, version in sorted(pins.items())
+        if lock.get(name) != version
+    ]
+    assert not problems, (
+        "binder/requirements.txt is not at requirements.lock's versions (`make lock` writes "
+        "them):\n" + "\n".join(problems)
+    )
+
+
+def test_make_lock_writes_binder_pins_from_the_lock(tmp_path):
+    """tools/binder_requirements.py, which `make lock` runs: every pin (and a bare name) goes to
+    the lock's version, comments and index options stay, a name the lock lacks is an error."""
+    lock = tmp_path / "requirements.lock"
+    lock.write_text("# header\nipython==9.19.1\n    # via ipykernel\nray==2.60.0\n")
+    binder = tmp_path / "requirements.txt"
+    binder.write_text("# why\n--extra-index-url https://x/simple\n\nIPython==9.18.1  # kept\nray\n")
+    tool = [sys.executable, str(ROOT / "tools" / "binder_requirements.py")]
+    paths = ["--lock", str(lock), "--binder", str(binder)]
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*tool, *args, *paths], capture_output=True, text=True, check=False)
+
+    assert run("--check").returncode == 1
+    assert run().returncode == 0
+    assert binder.read_text() == (
+        "# why\n--extra-index-url https://x/simple\n\nIPython==9.19.1  # kept\nray==2.60.0\n"
+    )
+    assert run("--check").returncode == 0
+    binder.write_text("pandas==3.1.1\n")
+    refused = run()
+    assert refused.returncode != 0 and "pandas" in refused.stderr
+    # and the repository's binder/requirements.txt is what it writes
+    assert subprocess.run([*tool, "--check"], check=False).returncode == 0
 
 
 def test_augkit_dependencies_and_the_notebook_front_end_are_pinned():
