@@ -52,6 +52,25 @@ Decisions and traps:
   ``ddof`` divides by ``N - ddof``: ``N == ddof`` gives inf, ``N < ddof`` a negative variance
   and a NaN std_dev, as in DALI. In a pipeline the mean must be a node for
   now (DALI also takes a Python number; augkit's graph does not turn constants into nodes yet).
+
+GPU (``device="gpu"``, as DALI 2.4 has every ``fn.reductions`` operator; the automatic
+augmentations' contrast and auto_contrast read mean, sum, min and max of GPU images):
+``Reduction.gpu`` is the CPU kernel on the sample's array module (``backend.array_module``:
+CuPy), with the same types, arguments, errors and layouts, without OpenCV and the row
+arrangement (``xp.sum``/``xp.min``/``xp.max`` over ``axes``, which CuPy takes as a tuple):
+
+- Integer sums (and sums of squares, squared in int64/uint64) are exact, wrapping at 2**64
+  like the CPU's: equal to the CPU's bit for bit, whatever the order of the sum.
+- Float sums are float64 as on the CPU (``xp.sum(..., dtype=float64)``; the CPU's OpenCV or
+  pairwise order differs by float64 rounding, which the float32 result does not see but in
+  a rare tie), then the CPU's ``_scaled`` in float32: means, rms, std_dev and variance equal
+  the CPU's, or differ by one float32 ulp (tests/test_gpu_reductions.py: 2e-7 relative).
+  Not DALI's float32 GPU sums: keeping the CPU's sums keeps one set of numbers on both
+  devices, within the CPU's own distance to DALI.
+- min/max: NaNs replaced by the type's extreme (the CPU's ``initial``), ``xp.min``/``xp.max``,
+  then joined with that extreme, as ``fmin.reduce(initial=...)``; an empty reduction gives it.
+- std_dev/variance: the mean (the second input, moved to the device where it is not there)
+  broadcast over the reduced axes, float64 squared differences summed on the device.
 """
 
 from __future__ import annotations
@@ -175,9 +194,18 @@ class Reduction(SampleOperator):
             )
         return out
 
-    def cpu(
+    def cpu(self, sample: Any, *more: Any, **args: Any) -> Any:
+        return self._run(np.asarray(sample), np, *more, **args)
+
+    def gpu(self, sample: Any, *more: Any, **args: Any) -> Any:
+        """The CPU kernel on the sample's array module (CuPy): the same sums, in the same
+        types (module docstring, "GPU")."""
+        return self._run(sample, backend.array_module(sample), *more, **args)
+
+    def _run(
         self,
-        sample: Any,
+        x: Any,
+        xp: Any,
         *more: Any,
         layout: str,
         axes: Any,
@@ -185,19 +213,26 @@ class Reduction(SampleOperator):
         keep_dims: bool,
         **args: Any,
     ) -> Any:
-        _check_type(self.label_name(), sample)
-        x = np.asarray(sample)
+        _check_type(self.label_name(), x)
         reduce = reduced_axes(x.ndim, layout, axes, axis_names)
         out = self.out_dtype(x.dtype)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            result = np.asarray(self.reduce(x, reduce, out, *more, **args), out)
+            result = xp.asarray(self.reduce(x, reduce, out, *more, xp=xp, **args), out)
         if keep_dims:
             return result.reshape([1 if d in reduce else n for d, n in enumerate(x.shape)])
         return result.reshape([n for d, n in enumerate(x.shape) if d not in reduce])
 
     def reduce(
-        self, x: np.ndarray, axes: tuple[int, ...], out: np.dtype, *more: Any, **args: Any
-    ) -> np.ndarray:
+        self,
+        x: Any,
+        axes: tuple[int, ...],
+        out: np.dtype,
+        *more: Any,
+        xp: Any = np,
+        **args: Any,
+    ) -> Any:
+        """The reduced values of ``x`` over ``axes`` (one per kept element, in order, any
+        shape of that volume), on ``xp``: NumPy (and OpenCV) or CuPy."""
         raise NotImplementedError
 
     def output_layout(self, index: int, inputs: Sequence[TensorList]) -> str:
@@ -220,12 +255,12 @@ def _count(x: np.ndarray, axes: tuple[int, ...]) -> int:
     return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
 
 
-def _scaled(total: Any, n: int) -> Any:
+def _scaled(total: Any, n: int, xp: Any = np) -> Any:
     """``total / n`` as DALI computes it: the float32 total times the float32 ``1 / n``
-    (``n == 0``: inf; ``n < 0``: negative)."""
+    (``n == 0``: inf; ``n < 0``: negative), on ``xp``."""
     with np.errstate(divide="ignore"):
         inverse = np.float32(np.float64(1.0) / n) if n else np.float32(np.inf)
-    return np.asarray(total, np.float64).astype(np.float32) * inverse
+    return xp.asarray(total, np.float64).astype(np.float32) * inverse
 
 
 def _rows(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
@@ -354,10 +389,55 @@ def _float_sum(cv2: Any, x: np.ndarray, axes: tuple[int, ...], square: bool = Fa
     return np.einsum("ij,ij->i", rows, rows)
 
 
+# --- the GPU path: the same sums on the array module (CuPy), without OpenCV --------------------
+
+
+def _xp_sum(x: Any, axes: tuple[int, ...], dtype: Any, xp: Any) -> Any:
+    """The sum of ``x`` over ``axes`` in ``dtype``, of the kept shape (``axes=()``: the values
+    in ``dtype``)."""
+    if not axes:
+        return x.astype(dtype)
+    return xp.sum(x, axis=axes, dtype=dtype)
+
+
+def _xp_int_sum(x: Any, axes: tuple[int, ...], out: np.dtype, xp: Any, square: bool = False) -> Any:
+    """``_int_sum`` on ``xp``: the exact sum (of squares) in int64/uint64, which wraps as
+    DALI's accumulator does (integer sums and products modulo 2**64 do not depend on the
+    order), converted to ``out``."""
+    acc = np.dtype(np.uint64 if x.dtype.kind == "u" else np.int64)
+    values = x
+    if square:
+        values = x.astype(acc)
+        values = values * values
+    return _xp_sum(values, axes, acc, xp).astype(out)
+
+
+def _xp_float_sum(x: Any, axes: tuple[int, ...], xp: Any, square: bool = False) -> Any:
+    """``_float_sum`` on ``xp``: integers summed exactly, then float64; floats summed in
+    float64."""
+    if x.dtype.kind != "f":
+        return _xp_int_sum(x, axes, np.dtype(np.float64), xp, square)
+    if not square:
+        return _xp_sum(x, axes, np.float64, xp)
+    wide = x.astype(np.float64)
+    return _xp_sum(wide * wide, axes, np.float64, xp)
+
+
+def _kept(x: Any, axes: tuple[int, ...], keep: bool = False) -> tuple[int, ...]:
+    """The shape of a reduction's result (``keep``: the reduced axes as extents of 1)."""
+    if keep:
+        return tuple(1 if d in axes else n for d, n in enumerate(x.shape))
+    return tuple(n for d, n in enumerate(x.shape) if d not in axes)
+
+
 class Sum(Reduction):
     kind = "sum"
 
-    def reduce(self, x, axes, out, *more, **args):
+    def reduce(self, x, axes, out, *more, xp=np, **args):
+        if xp is not np:
+            if out.kind == "f":
+                return _xp_float_sum(x, axes, xp).astype(out)
+            return _xp_int_sum(x, axes, out, xp)
         if out.kind == "f":
             return _float_sum(self.cv2, x, axes).astype(out)
         return _int_sum(self.cv2, x, axes, out)
@@ -368,16 +448,24 @@ class Mean(Reduction):
     square = False
     root = False
 
-    def reduce(self, x, axes, out, *more, **args):
+    def reduce(self, x, axes, out, *more, xp=np, **args):
         n = _count(x, axes)
         if out.kind == "f":
-            value = _scaled(_float_sum(self.cv2, x, axes, self.square), n)
-            return np.sqrt(value) if self.root else value
-        total = _int_sum(self.cv2, x, axes, out, self.square).astype(np.float64)
-        value = total / n if n else np.zeros_like(total)
+            if xp is np:
+                total = _float_sum(self.cv2, x, axes, self.square)
+            else:
+                total = _xp_float_sum(x, axes, xp, self.square)
+            value = _scaled(total, n, xp)
+            return xp.sqrt(value) if self.root else value
+        if xp is np:
+            total = _int_sum(self.cv2, x, axes, out, self.square)
+        else:
+            total = _xp_int_sum(x, axes, out, xp, self.square)
+        total = total.astype(np.float64)
+        value = total / n if n else xp.zeros_like(total)
         if self.root:
-            value = np.sqrt(value)
-        return np.trunc(value).astype(out)
+            value = xp.sqrt(value)
+        return xp.trunc(value).astype(out)
 
 
 class MeanSquare(Mean):
@@ -394,7 +482,7 @@ class RootMeanSquare(Mean):
 class Min(Reduction):
     kind = "min"
 
-    def reduce(self, x, axes, out, *more, **args):
+    def reduce(self, x, axes, out, *more, xp=np, **args):
         floating = x.dtype.kind == "f"
         info = np.finfo(x.dtype) if floating else np.iinfo(x.dtype)
         if self.kind == "min":
@@ -404,7 +492,22 @@ class Min(Reduction):
                 (np.fmax if floating else np.maximum),
                 (-info.max if floating else info.min),
             )
-        return _reduce(ufunc, x, axes, None, start)
+        if xp is np:
+            return _reduce(ufunc, x, axes, None, start)
+        return self._xp_reduce(x, axes, xp, x.dtype.type(start))
+
+    def _xp_reduce(self, x: Any, axes: tuple[int, ...], xp: Any, start: Any) -> Any:
+        """``ufunc.reduce`` with ``initial=start`` on ``xp``: NaNs become ``start`` (fmin and
+        fmax skip them), the extreme is taken, and ``start`` joins it (a float32 min of
+        ``inf`` is the type's largest value, as ``fmin.reduce(initial=...)`` and DALI give);
+        nothing to reduce: ``start``."""
+        if _count(x, axes) == 0:
+            return xp.full(_kept(x, axes), start, x.dtype)
+        if x.dtype.kind == "f":
+            x = xp.where(xp.isnan(x), start, x)
+        pick, join = (xp.min, xp.minimum) if self.kind == "min" else (xp.max, xp.maximum)
+        values = pick(x, axis=axes) if axes else x.copy()
+        return join(values, start) if x.dtype.kind == "f" else values
 
 
 class Max(Min):
@@ -414,7 +517,9 @@ class Max(Min):
 class Variance(SameBatchSize, Reduction):
     kind = "variance"
 
-    def reduce(self, x, axes, out, mean, ddof: int = 0, **args):
+    def reduce(self, x, axes, out, mean, ddof: int = 0, xp=np, **args):
+        if xp is not np:
+            return self._xp_variance(x, axes, xp.asarray(mean), ddof, xp)
         mean = np.asarray(mean)
         if mean.dtype.kind not in "biuf":
             raise ValueError(f"the mean must be numbers, got type {mean.dtype}")
@@ -437,6 +542,26 @@ class Variance(SameBatchSize, Reduction):
             total = np.einsum("ij,ij->i", diff, diff)
         value = _scaled(total, _count(x, axes) - ddof)
         return np.sqrt(value) if self.kind == "std_dev" else value
+
+    def _xp_variance(self, x: Any, axes: tuple[int, ...], mean: Any, ddof: int, xp: Any) -> Any:
+        """``reduce`` on ``xp``: the float64 sum of squared differences from the mean (given
+        one per kept element, or one for all), scaled as on the CPU."""
+        if mean.dtype.kind not in "biuf":
+            raise ValueError(f"the mean must be numbers, got type {mean.dtype}")
+        size = int(np.prod(_kept(x, axes), dtype=np.int64))
+        if mean.size == size:
+            mean = mean.reshape(_kept(x, axes, keep=True))
+        elif mean.size != 1:
+            raise ValueError(
+                f"the mean has {mean.size} values (shape {mean.shape}) for an output of "
+                f"{size}: give one per output element"
+            )
+        else:
+            mean = mean.reshape(())
+        diff = x.astype(np.float64) - mean.astype(np.float64)
+        total = _xp_sum(diff * diff, axes, np.float64, xp)
+        value = _scaled(total, _count(x, axes) - ddof, xp)
+        return xp.sqrt(value) if self.kind == "std_dev" else value
 
 
 class StdDev(Variance):
@@ -472,6 +597,7 @@ def _register(
             max_inputs=inputs,
             validate=_exclusive,
             output_kinds=_kinds,
+            devices=("cpu", "gpu"),
             doc=doc,
             args=[*_REDUCTION_ARGS, *extra],
         )
