@@ -8,7 +8,7 @@ A case (one row of a family's ``CASES`` list)::
         input="images",  # which of INPUT_SETS ``x`` is
         max_diff=1,
         mean_diff=0.05,  # allowed |augkit - DALI|: largest and mean
-        note="DALI rounds in float32",  # for docs/dali_parity.md
+        reason="DALI rounds in float32",  # why not bit for bit (docs/dali_parity.md shows it)
     )
 
 ``body`` returns one node or a tuple of nodes (every output is compared). Per-sample argument
@@ -16,14 +16,52 @@ values that must be the same in both libraries come from an external source, not
 ``fn.random.*`` (the two libraries' random streams differ): ``per_sample(fn, [10.0, -20.0, 33.0,
 5.0])`` gives one value per sample of the batch.
 
+Tolerances, in the output's units (levels for uint8), checked on every sample of every output:
+
+- exact (the default, ``max_diff=0``): bit for bit DALI's (NaN where DALI has NaN).
+- ``max_diff``: the largest |augkit - DALI| allowed; ``None`` allows any (then ``mean_diff``
+  must bound the mean).
+- ``mean_diff``: the largest mean |augkit - DALI| over a sample; ``None``: not bounded apart.
+- ``differing``: at most this many elements of a sample may differ at all (each by at most
+  ``max_diff``): "exact but for at most 2 pixels a level off" is ``max_diff=1, differing=2``.
+- A case that is not exact must say why in ``reason`` (a ValueError otherwise), and must bound
+  how much of a sample may differ (``differing`` or ``mean_diff``): a tolerance that allows
+  every element off would let a real bug through. ``note`` is any other remark for the docs.
+  Shapes, dtypes and layouts must always be equal.
+
 Decisions and traps:
 
 - The inputs are stored, not recomputed: Pillow's resampling (which made them) may change with
   its version, and then every reference would be stale.
 - Bodies must use only arguments that both libraries accept with the same meaning.
-- ``max_diff``/``mean_diff`` are in the output's units (levels for uint8); ``None`` for
-  ``max_diff`` allows any largest difference (say why in ``note``). Shapes, dtypes and layouts
-  must always be equal.
+- A case is exact only where augkit's computation does not depend on the CPU it runs on.
+  OpenCV, NumPy and torch pick SIMD code at run time, and some of those paths round floats
+  differently from one CPU to another, so a case exact on the Intel Xeon that stored DALI's
+  references can be a level off on another CPU (``filters/filter_gray_large``: exact on an
+  AVX-512 AMD EPYC, one pixel off on another EPYC, as with AVX2 or SSE4.2 IPP). Measured by
+  running every case with another CPU's dispatch emulated (``tests/test_dali_parity.py``'s
+  ``test_matches_dali_on_other_cpus``; ``cv2.setUseOptimized(False)`` shows the same for
+  OpenCV), on OpenCV 5.0 with IPP 2026.0, NumPy 2.4 and torch 2.14:
+
+  - ``cv2.filter2D`` correlates through a DFT from 130 taps (8-bit or float32 in and out; 50
+    taps for other type pairs: uint8 to float32 changes between 7x7 and 9x9); then its float32
+    rounding follows the dispatch of the Intel IPP inside OpenCV (``OPENCV_IPP``): AVX-512 IPP
+    (k0) or no IPP give DALI's bits, AVX2 (l9) or SSE4.2 (y8) IPP a pixel a level off
+    (``filters/filter_gray_large``: 118.500015 becomes 118.5, which rounds to even).
+  - Float multiply-adds that OpenCV's AVX2 dispatch fuses (FMA) and SSE4.x/AVX does not:
+    ``filter2D``'s direct loop, ``sepFilter2D`` (gaussian, laplacian), ``warpAffine`` and
+    ``warpPerspective`` on floats, ``cv2.transform`` (colour conversions): a few ulps of the
+    float32 values (2.4e-6 on [0, 1] for warpPerspective), a level of an integer output where a
+    value is next to a half. OpenCV's
+    AVX-512 and AVX2 dispatch gave the same bits in every case.
+  - NumPy's float32 functions (``exp``, ``sin``, ``arctan2``..., and ``exp`` in the gaussian
+    windows) have AVX2 and AVX-512 loops that differ from its baseline loop by an ulp (the
+    baseline gives the C library's bits, DALI's); ``fn.transforms``' float32 products too.
+  - torch's bilinear resize (the linear resize's fast path): its AVX2/AVX-512 kernel against
+    its scalar one (``ATEN_CPU_CAPABILITY=default``), a level on 1-6% of the pixels.
+  - Exact on every dispatch: integer and fixed-point paths (``cvtColor``, ``LUT``, Pillow's
+    8-bit resampling, ``sumElems`` of integers), libjpeg-turbo's decoding (its SIMD is bit
+    exact: ``JSIMD_FORCENONE=1`` changes nothing) and float paths without reassociation.
 """
 
 from __future__ import annotations
@@ -73,9 +111,16 @@ class ParityCase:
     body: Callable[[Any, Any, Any], Any]
     input: str | tuple[str, ...] = "images"
     max_diff: float | None = 0
-    mean_diff: float = 0.0
+    mean_diff: float | None = None
+    differing: int | None = None
+    reason: str = ""
     note: str = ""
     family: str = ""
+
+    @property
+    def exact(self) -> bool:
+        """Bit for bit DALI's output."""
+        return self.max_diff == 0
 
     def __post_init__(self) -> None:
         names = self.input if isinstance(self.input, tuple) else (self.input,)
@@ -83,6 +128,41 @@ class ParityCase:
             raise ValueError(
                 f"{self.name}: input must be one of {sorted(INPUT_SETS)}, or a tuple of them"
             )
+        if self.exact:
+            if self.mean_diff or self.differing is not None or self.reason:
+                raise ValueError(
+                    f"{self.name}: an exact case (max_diff=0) takes no mean_diff, differing or "
+                    "reason"
+                )
+            return
+        if not self.reason.strip():
+            raise ValueError(f"{self.name}: a case that is not exact must give its reason")
+        if self.differing is None and self.mean_diff is None:
+            raise ValueError(
+                f"{self.name}: bound how much of a sample may differ (differing or mean_diff)"
+            )
+        if self.differing is not None and (self.differing < 1 or self.max_diff is None):
+            raise ValueError(f"{self.name}: differing is a count >= 1, with a max_diff")
+
+    def tolerance(self) -> str:
+        """The tolerance in words, for the docs: "max / mean", and "on <= k a sample"."""
+        if self.exact:
+            return "exact"
+        text = f"{'any' if self.max_diff is None else f'{self.max_diff:g}'} / "
+        text += "–" if self.mean_diff is None else f"{self.mean_diff:g}"
+        if self.differing is not None:
+            text += f", on ≤ {self.differing} a sample"
+        return text
+
+
+def differences(ours: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+    """|ours - theirs| per element, in float64: 0 where equal (NaN where both are NaN, equal
+    infinities), infinite where only one is NaN."""
+    a, b = ours.astype(np.float64), theirs.astype(np.float64)
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    with np.errstate(invalid="ignore"):
+        diff = np.where(same, 0.0, np.abs(a - b))
+    return np.where(np.isnan(diff), np.inf, diff)
 
 
 def per_sample(fn: Any, values: list[Any], dtype: Any = np.float32) -> Any:

@@ -68,7 +68,7 @@ CASES = [
         input="keypoints",
         max_diff=2.5e-7,
         mean_diff=1e-7,
-        note=FLOAT_NOTE,
+        reason=FLOAT_NOTE,
     ),
     ParityCase(
         "coord_transform_MT_boxes",
@@ -78,7 +78,7 @@ CASES = [
         input="boxes",
         max_diff=2.5e-7,
         mean_diff=1e-7,
-        note=FLOAT_NOTE,
+        reason=FLOAT_NOTE,
     ),
     ParityCase(
         "coord_transform_per_sample",
@@ -92,7 +92,7 @@ CASES = [
         input="keypoints",
         max_diff=2.5e-7,
         mean_diff=1e-7,
-        note=FLOAT_NOTE,
+        reason=FLOAT_NOTE,
     ),
     # --- bbox_paste --------------------------------------------------------------------------
     ParityCase("bbox_paste_xywh", lambda fn, types, x: fn.bbox_paste(x, ratio=2.0), input="boxes"),
@@ -124,7 +124,7 @@ CASES = [
         input=("boxes", "box_labels", "images"),
         max_diff=1e-6,
         mean_diff=1e-7,
-        note=ROTATE_NOTE,
+        reason=ROTATE_NOTE,
     ),
     ParityCase(
         "bbox_rotate_keep_size_removes",
@@ -139,7 +139,7 @@ CASES = [
         input=("boxes", "box_labels", "images"),
         max_diff=1e-6,
         mean_diff=1e-7,
-        note=ROTATE_NOTE,
+        reason=ROTATE_NOTE,
     ),
     ParityCase(
         "bbox_rotate_fixed_xywh",
@@ -149,7 +149,7 @@ CASES = [
         input="boxes",
         max_diff=1e-6,
         mean_diff=1e-7,
-        note=ROTATE_NOTE,
+        reason=ROTATE_NOTE,
     ),
     ParityCase(
         "bbox_rotate_halfway_size",
@@ -164,7 +164,7 @@ CASES = [
         input="boxes",
         max_diff=1e-6,
         mean_diff=1e-7,
-        note=ROTATE_NOTE,
+        reason=ROTATE_NOTE,
     ),
     ParityCase(
         "bbox_rotate_pixels",
@@ -177,6 +177,6 @@ CASES = [
         input="boxes",
         max_diff=1e-4,
         mean_diff=1e-5,
-        note=ROTATE_NOTE + " (pixel coordinates: the last bit is ~1e-5 here)",
+        reason=ROTATE_NOTE + " (pixel coordinates: the last bit is ~1e-5 here)",
     ),
 ]

@@ -77,6 +77,7 @@ CASES = [
         lambda fn, types, x: fn.resize(x, resize_x=50, resize_y=36),
         max_diff=None,
         mean_diff=0.6,
-        note="Pillow's 8-bit passes and border taps (resize.py's docstring)",
+        reason="Pillow's (or torch's) 8-bit passes and border taps (resize.py's docstring); "
+        "torch's scalar kernel (ATEN_CPU_CAPABILITY=default) moves a level on 5% of the pixels",
     ),
 ]

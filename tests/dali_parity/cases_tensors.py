@@ -130,7 +130,7 @@ CASES = [
         input="float",
         max_diff=2.5e-4,
         mean_diff=1e-4,
-        note=_F32_SUM,
+        reason=_F32_SUM,
     ),
     ParityCase("mean_hw", lambda fn, types, x: fn.reductions.mean(x, axis_names="HW")),
     ParityCase(
@@ -142,14 +142,15 @@ CASES = [
         input="float",
         max_diff=2e-7,
         mean_diff=3e-8,
-        note=_F32_SUM,
+        reason=_F32_SUM,
     ),
     ParityCase(
         "mean_square",
         lambda fn, types, x: fn.reductions.mean_square(x, axes=[0, 1]),
         max_diff=0.002,
         mean_diff=0.0014,
-        note="sums of squares over 2**24: DALI's float32 accumulation is an ulp off the exact one",
+        reason="sums of squares over 2**24: DALI's float32 accumulation is an ulp off the exact "
+        "one",
     ),
     ParityCase("rms", lambda fn, types, x: fn.reductions.rms(x, axis_names="W")),
     ParityCase(
@@ -165,7 +166,7 @@ CASES = [
         ),
         max_diff=4e-6,
         mean_diff=3e-6,
-        note=_F32_SUM,
+        reason=_F32_SUM,
     ),
     ParityCase(
         "variance_ddof_keep",
@@ -175,7 +176,7 @@ CASES = [
         input="matrices",
         max_diff=1e-6,
         mean_diff=5e-7,
-        note=_F32_SUM,
+        reason=_F32_SUM,
     ),
     ParityCase(
         "std_dev_all",
