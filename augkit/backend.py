@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from augkit.errors import DeviceError
+
 DEVICES = ("cpu", "gpu", "mixed")
 
 
@@ -36,6 +38,38 @@ def gpu_unavailable_reason() -> str | None:
     if count == 0:
         return "no CUDA device is visible"
     return None
+
+
+def check_device(name: str, device: str, public: bool, device_id: int | None) -> None:
+    """The device rule, the one function a normal pipeline's build (``core.check_device``),
+    debug mode and eager (``graph.Operator.__call__``) apply: a public operator on device
+    "gpu" or "mixed" needs a usable GPU (CuPy and a CUDA device) and a ``device_id`` that is
+    not ``None``; else ``DeviceError`` names the operator, the device, why and what to do.
+
+    Args:
+        name: what the message calls the operator (a built node's name; in debug mode and
+            eager, checked before the node exists, ``name=`` or the operator's class name).
+        device: the device it runs on ("cpu", "gpu" or "mixed").
+        public: whether it is one of the registry's public operators. The copies between host
+            and GPU (``.gpu()``, and the one ``device="gpu"`` implies on CPU data) are not:
+            the operator that asked for the GPU is the one refused.
+        device_id: the pipeline's (``None``: the pipeline wants no GPU); eager calls, which
+            have no pipeline, give ``augkit.eager.EAGER_DEVICE_ID`` (0).
+    """
+    if device not in ("gpu", "mixed") or not public:
+        return
+    reason = gpu_unavailable_reason()
+    if reason is not None:
+        todo = "Use device='cpu' for it, or run where a CUDA device and CuPy exist."
+    elif device_id is None:
+        reason = "the pipeline was created with device_id=None"
+        todo = (
+            "Create the pipeline with a device_id (device_id=0: the first CUDA device), or "
+            "use device='cpu' for it."
+        )
+    else:
+        return
+    raise DeviceError(f"{name} (device={device!r}) needs a GPU, but {reason}. {todo}")
 
 
 def is_gpu_array(x: Any) -> bool:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from augkit import backend
-from augkit.errors import AugkitError, DeviceError, OperatorError
+from augkit.errors import AugkitError, OperatorError
 from augkit.graph import DataNode, OperatorNode
 from augkit.kinds import GENERIC, Kind
 from augkit.operators.base import IterationNotes, OperatorImpl, RunContext, finish
@@ -343,17 +343,9 @@ def pipeline_shard(nodes: Sequence[OperatorNode]) -> int:
 
 
 def check_device(node: OperatorNode, device_id: int | None) -> None:
-    """A GPU node where no GPU can be used is refused, saying why."""
-    if node.device not in ("gpu", "mixed") or not node.schema.public:
-        return
-    reason = backend.gpu_unavailable_reason()
-    if reason is None and device_id is None:
-        reason = "the pipeline was created with device_id=None"
-    if reason is not None:
-        raise DeviceError(
-            f"{node.name} (device={node.device!r}) needs a GPU, but {reason}. "
-            f"Use device='cpu' for it, or run where a CUDA device and CuPy exist."
-        )
+    """The device rule (``backend.check_device``) on a node of a graph being built, with the
+    pipeline's ``device_id``: a GPU node where no GPU can be used is refused, saying why."""
+    backend.check_device(node.name, node.device, node.schema.public, device_id)
 
 
 class Engine:

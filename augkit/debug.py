@@ -18,7 +18,11 @@ Same answers as the normal pipeline, bit for bit, by construction:
   ``seed=``, and its streams are keyed by the pipeline's shard (its first reader's
   ``shard_id``). Random values are keyed by (that seed, shard, iteration, sample);
 - operators with state (readers) are created once, on the first iteration, and kept by their
-  call position, so they go on through their epochs as in the graph.
+  call position, so they go on through their epochs as in the graph;
+- devices follow the normal pipeline's rules: DALI's (GPU data makes an operator with a GPU
+  kernel run on the GPU; a CPU-only one refuses it) in the operator call itself, and the
+  device rule of build (``backend.check_device``) on each call, with the pipeline's
+  ``device_id`` (``DebugSession.device_id``). Batches handed to operators keep their device.
 
 The rule for users: keep the sequence of operator calls the same from one iteration to the
 next (a Python ``if`` that skips an operator shifts the numbering of those after it, and so
@@ -71,7 +75,11 @@ def as_batch(value: Any) -> TensorList:
         samples = [t.detach().cpu().numpy() for t in value]
     elif isinstance(value, (list, tuple)):
         samples = [
-            s.detach().cpu().numpy() if type(s).__module__.startswith("torch") else np.asarray(s)
+            s.detach().cpu().numpy()
+            if type(s).__module__.startswith("torch")
+            else s
+            if backend.is_gpu_array(s)  # GPU data stays there (TensorList.device says "gpu")
+            else np.asarray(s)
             for s in value
         ]
     else:
@@ -156,6 +164,13 @@ class DebugSession:
         self._kinds.clear()
         self._specs.clear()
 
+    @property
+    def device_id(self) -> int | None:
+        """The CUDA device for GPU operators, the device rule's (``backend.check_device``):
+        the pipeline's ``device_id`` in debug mode, ``augkit.eager.EAGER_DEVICE_ID`` in eager
+        calls (their engine's)."""
+        return self.engine.device_id
+
     def readers(self) -> dict[str, SourceOperator]:
         return {i.name: i for i in self._impls.values() if isinstance(i, SourceOperator)}
 
@@ -164,10 +179,14 @@ class DebugSession:
         return [self._impls[k] for k in sorted(self._impls)]
 
     def constant(self, value: Any) -> DataNode:
-        """A node holding a batch the user gave as an operator input."""
-        node = OperatorNode(REGISTRY["_constant"], "cpu", {}, {}, [], record=False)
+        """A node holding a batch the user gave as an operator input, on the batch's device:
+        CuPy arrays (or a TensorList of them) are GPU data, so DALI's device rule applies to
+        them as to a GPU node's output (an operator with a GPU kernel runs on the GPU; a
+        CPU-only one is refused and pointed at ``.cpu()``)."""
+        batch = as_batch(value)
+        node = OperatorNode(REGISTRY["_constant"], batch.device, {}, {}, [], record=False)
         data = node.outputs[0]
-        data.value = as_batch(value)
+        data.value = batch
         self._constants.append(data)
         return data
 

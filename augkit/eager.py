@@ -12,6 +12,14 @@ size=(300, 300))``, ``eager.python_function(a, b, function=edit_images, num_outp
   operator call gets the seed a pipeline with that seed gives its k-th operator. So the same
   calls give the same numbers as the pipeline's first iteration (``rng_state(seed,
   iteration=i)`` for its i-th). Without either, each call draws a fresh seed.
+- Devices: eager calls have no pipeline, and run as a pipeline with ``device_id=0`` would
+  (``EAGER_DEVICE_ID``): ``device="gpu"`` (or "mixed") runs on the first CUDA device where CuPy
+  and a CUDA device are usable, and is refused where not, by the rule a pipeline's build
+  applies (``backend.check_device``: a ``DeviceError`` naming the operator and why). GPU data
+  given as input (CuPy arrays, a TensorList on the GPU) makes an operator with a GPU kernel
+  run on the GPU, as GPU data does in a pipeline (DALI's rule); a CPU-only operator refuses it
+  and points at ``.cpu()``. Results come back as they are given: a TensorList stays on its
+  device, arrays and lists of arrays are NumPy copies.
 - Readers are iterables over one epoch: ``for jpegs, labels in eager.readers.file(
   file_root="data/images", batch_size=8): ...`` (the last batch holds what is left).
 
@@ -81,10 +89,15 @@ def _state() -> _RngState | None:
     return stack[-1] if stack else None
 
 
+EAGER_DEVICE_ID = 0
+"""The ``device_id`` of eager calls (they have no pipeline to give one): the first CUDA device,
+so that GPU operators run wherever a GPU is usable (see the module docstring, "Devices")."""
+
+
 @functools.cache
 def _engine() -> Engine:
-    """The execution core every eager call runs on (a thread per core)."""
-    return Engine(os.cpu_count() or 1)
+    """The execution core every eager call runs on (a thread per core, ``EAGER_DEVICE_ID``)."""
+    return Engine(os.cpu_count() or 1, EAGER_DEVICE_ID)
 
 
 def _session(batch_size: int, iteration: int) -> DebugSession:

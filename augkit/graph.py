@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from augkit import scopes
-from augkit.errors import ArgumentError, AugkitError, DeviceError, GraphError
+from augkit import backend, scopes
+from augkit.errors import ArgumentError, AugkitError, GraphError
 from augkit.operators.constant import is_constant
 from augkit.operators.registry import REGISTRY, REQUIRED, OperatorSchema
 from augkit.tensors import TensorList
@@ -478,27 +478,35 @@ class Operator:
             raise ArgumentError(f"{schema.class_name}: takes {want} input(s), got {len(inputs)}.")
         # A number, a list of numbers or a NumPy array: DALI's types.Constant, the same value for
         # every sample. (In debug mode a NumPy array is a batch, its first axis the samples.)
-        debugging = _session() is not None
+        session = _session()
         inputs = tuple(
             _value(x)
             if not isinstance(x, DataNode)
             and is_constant(x)
-            and not (debugging and isinstance(x, np.ndarray))
+            and not (session is not None and isinstance(x, np.ndarray))
             else x
             for x in inputs
         )
-        device = self._call_device(inputs)
-        if _session() is not None:
-            _check_device(schema, device)
-            # Debug mode: a list of arrays or tensors is one batch given as an input; only a
-            # list of nodes is DALI's multiple input sets.
+        if session is not None:
+            # Debug mode: a batch given as an input (an array, a TensorList, a list of arrays
+            # or tensors) becomes a node holding it, on its device, before the call's device
+            # is inferred, so that GPU data given so follows DALI's rule as a GPU node's output
+            # does. Only a list of nodes is DALI's multiple input sets.
             inputs = tuple(
-                _session().constant(x)
-                if isinstance(x, list)
-                and not any(isinstance(e, DataNode) for e in x)
-                and not is_constant(x)
-                else x
+                x
+                if isinstance(x, DataNode)
+                or (isinstance(x, list) and any(isinstance(e, DataNode) for e in x))
+                else session.constant(x)
                 for x in inputs
+            )
+        device = self._call_device(inputs)
+        if session is not None:
+            # Debug mode and eager run the operator now: the device rule that a normal
+            # pipeline applies at build, with the session's device_id (its pipeline's; eager's
+            # is 0), before a copy to the GPU runs for it. The node does not exist yet: the
+            # message names the operator by name= or its class.
+            backend.check_device(
+                args.get("name") or schema.class_name, device, schema.public, session.device_id
             )
         sets = _input_sets(schema, inputs)
         given = frozenset(self._given | _given(kwargs))
@@ -597,20 +605,6 @@ def _batches_as_nodes(schema: OperatorSchema, kwargs: dict[str, Any]) -> dict[st
 def _given(kwargs: dict[str, Any]) -> set[str]:
     """The arguments given a value (``None`` counts as not given, as in DALI)."""
     return {key for key, value in kwargs.items() if value is not None}
-
-
-def _check_device(schema: OperatorSchema, device: str) -> None:
-    """Debug mode and eager run an operator as it is called: a GPU operator without a GPU is
-    refused then, as ``Pipeline.build()`` refuses it (``Executor._check_devices``)."""
-    if device in ("gpu", "mixed"):
-        from augkit.backend import gpu_unavailable_reason
-
-        reason = gpu_unavailable_reason()
-        if reason is not None:
-            raise DeviceError(
-                f"{schema.class_name} (device={device!r}) needs a GPU, but {reason}. Use "
-                f"device='cpu' for it, or run where a CUDA device and CuPy exist."
-            )
 
 
 def _check_missing(schema: OperatorSchema, given: set[str], at_call: bool) -> None:

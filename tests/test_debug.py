@@ -94,6 +94,104 @@ def test_debug_mode_equals_normal_mode(name: str) -> None:
     assert sorted(labels[:15]) == sorted([0, 1, 2, 3, 4] * 3), "the first epoch is not whole"
 
 
+# --- debug == normal on the GPU (the fake one in the CPU suite: AUGKIT_FAKE_GPU=1) ------------
+
+# Every operator with a GPU kernel, its row's body given GPU data (DALI's rule runs it on the GPU),
+# but rows that cannot take GPU data or use no input. A new GPU kernel whose row feeds the data to
+# a CPU-only operator fails here with that operator's "for the CPU only" refusal: list it below.
+GPU_CASES_LEFT_OUT = {
+    "python_function": "its row's function adds a NumPy array to the data: a CPU function",
+    "reshape": "its row reshapes fn.shapes of the data, a CPU-only operator",
+    "cast_like": "its row draws fn.random.normal shaped like the data, a CPU-only operator",
+    "bb_flip": "its row uses no input",
+    "coord_flip": "its row uses no input",
+    "coord_transform": "its row uses no input",
+    "external_source": "its row uses no input",
+}
+GPU_OPERATORS = [
+    pytest.param(name, marks=pytest.mark.cuda) if name == "torch_python_function" else name
+    for name in OPERATORS
+    if "gpu" in REGISTRY[name].devices and name not in GPU_CASES_LEFT_OUT
+]
+
+
+def _gpu_pipeline(case: OperatorCase, debug: bool) -> Pipeline:
+    """``_pipeline``'s definition with its input moved to the GPU first (device_id=0)."""
+
+    @pipeline_def(batch_size=BATCH, num_threads=2, device_id=0, seed=SEED, debug=debug)
+    def define() -> tuple[Any, ...]:
+        jpegs, labels = fn.readers.file(file_root=str(IMAGES), random_shuffle=True)
+        if case.input == "jpegs":
+            x = jpegs
+        else:
+            x = fn.resize(fn.decoders.image(jpegs, output_type=types.RGB), size=SMALL)
+        return (*case.body(fn_operator, x.gpu()), labels)
+
+    return define()
+
+
+def _debug_and_normal(make: Callable[[bool], Pipeline], iterations: int) -> dict[bool, list[Any]]:
+    runs: dict[bool, list[Any]] = {}
+    for debug in (False, True):
+        pipe = make(debug)
+        try:
+            runs[debug] = [pipe.run() for _ in range(iterations)]
+        finally:
+            pipe.close()
+    return runs
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", GPU_OPERATORS)
+def test_debug_mode_equals_normal_mode_on_the_gpu(name: str) -> None:
+    """``test_debug_mode_equals_normal_mode`` with the operator given GPU data: its GPU kernel
+    runs in both modes, the same numbers come back, on the GPU."""
+    case = operator_case(name)
+    runs = _debug_and_normal(lambda debug: _gpu_pipeline(case, debug), ITERATIONS)
+    assert any(out.device == "gpu" for out in runs[False][0]), f"{name}: nothing ran on the GPU"
+    for it in range(ITERATIONS):
+        for debug in (False, True):
+            devices = [out.device for out in runs[debug][it]]
+            assert devices == [out.device for out in runs[False][it]], (name, debug, devices)
+        _assert_same_batches(runs[True][it], runs[False][it], f"{name} on the GPU, iteration {it}")
+
+
+@pytest.mark.gpu
+def test_a_gpu_pipeline_with_random_draws_is_the_same_in_debug_mode() -> None:
+    """decoders.image -> .gpu() -> resize, flip, rotate, crop_mirror_normalize and
+    random_resized_crop with per-sample random arguments, drawn on the host and applied on the
+    GPU: debug mode gives the normal pipeline's numbers, iteration by iteration (the copy to the
+    GPU takes no seed in either mode)."""
+
+    @pipeline_def(batch_size=BATCH, num_threads=2, device_id=0, seed=SEED)
+    def define() -> tuple[Any, ...]:
+        jpegs, labels = fn.readers.file(file_root=str(IMAGES), random_shuffle=True)
+        images = fn.decoders.image(jpegs, output_type=types.RGB).gpu()
+        resized = fn.resize(images, resize_shorter=fn.random.uniform(range=(40, 64)))
+        flipped = fn.flip(resized, horizontal=fn.random.coin_flip(), vertical=1)
+        rotated = fn.rotate(flipped, angle=fn.random.uniform(range=(-30, 30)), fill_value=0)
+        normalized = fn.crop_mirror_normalize(
+            rotated,
+            crop=(32, 32),
+            crop_pos_x=fn.random.uniform(range=(0, 1)),
+            crop_pos_y=fn.random.uniform(range=(0, 1)),
+            mirror=fn.random.coin_flip(),
+            mean=[128.0, 120.0, 110.0],
+            std=[60.0, 62.0, 64.0],
+            dtype=types.FLOAT,
+            output_layout="CHW",
+        )
+        cropped = fn.random_resized_crop(images, size=(24, 24))
+        return normalized, cropped, rotated, labels
+
+    runs = _debug_and_normal(lambda debug: define(debug=debug), ITERATIONS)
+    for it in range(ITERATIONS):
+        for debug in (False, True):
+            assert [o.device for o in runs[debug][it]] == ["gpu", "gpu", "gpu", "cpu"]
+        _assert_same_batches(runs[True][it], runs[False][it], f"GPU pipeline, iteration {it}")
+    assert runs[False][0][0].layout() == "CHW"
+
+
 # --- eager == pipeline on a fixed input batch -------------------------------------------------
 
 
