@@ -43,7 +43,8 @@ every pipeline and every shard:
 - DROP: full batches of ``batch_size`` positions, ``len()`` of them (the tail that cannot fill
   one is not read); holes as for PARTIAL;
 - FILL: full batches, the last completed by the reader (the next epoch's first samples, or
-  ``pad_last_batch``'s copies); a skipped file is replaced by a later one.
+  ``pad_last_batch``'s copies); a skipped file is replaced by a later one; a pipeline whose
+  shard is done before the others repeats its last batch.
 
 and ``reset()`` moves every reader to its next epoch's first sample (the samples a FILL batch
 borrowed are read again there). So each epoch of each shard delivers every sample once (FILL
@@ -123,8 +124,14 @@ def walk_epoch(
     last: tuple[Any, ...] | None = None
     for _ in range(steps):
         position = pipe.position(reader_name)
-        if policy == LastBatchPolicy.FILL:
+        if policy == LastBatchPolicy.FILL and (position.left > 0 or last is None):
             outputs = pipe.run()
+        elif policy == LastBatchPolicy.FILL:
+            # The shard is done before the others (fewer samples, or skipped files): its batch
+            # is the last one again, as a batch of the next epoch would begin that epoch and
+            # reset() would then skip the rest of it.
+            yield last, len(last[0])
+            continue
         elif position.left == 0 or (
             policy == LastBatchPolicy.DROP and position.left < pipe.batch_size
         ):

@@ -77,7 +77,11 @@ def to_torch(batch: TensorList | Tensor, device: str | None = None) -> Any:
     if isinstance(batch, TensorList) and len(batch) == 0 and batch._dense is None:
         # A batch whose every sample was skipped (an epoch walked with holes): no shape to
         # stack, so a tensor of no samples.
-        return torch.from_numpy(np.empty((0,), batch.dtype.numpy))
+        try:
+            dtype = batch.dtype.numpy
+        except TypeError:  # an operator's output that never had a sample to type it
+            dtype = np.uint8
+        return torch.from_numpy(np.empty((0,), dtype))
     if isinstance(batch, TensorList):
         data = batch._dense if batch._dense is not None else batch.as_tensor()._data
     else:

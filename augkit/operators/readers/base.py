@@ -302,6 +302,10 @@ class Reader(SourceOperator):
             more, bad = self._read_screened(ctx, picks, screens)
             kept += more
             skipped += bad
+        if partial == HOLES:
+            # Nothing was read on for, so no endless search to stop: a shard of bad files gives
+            # empty batches (each skip is reported), and the count starts again.
+            self._failed_in_row = 0
         if self._failed_in_row > self._size:
             last = skipped[-1]
             self._failed_in_row = 0
