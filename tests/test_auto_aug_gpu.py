@@ -19,25 +19,23 @@ level apart are allowed on at most 1% of a sample (on the fake GPU: none; every 
 level, means up to 0.004). Most samples come out exactly equal (asserted: at least half of
 them), and a policy given another seed on the GPU is checked to break the bounds.
 
-``BLOCKED``: the reductions were the first refusal, not the only one. ``fn.cast_like`` (CPU
-only) and the conditionals' merge (``np.asarray`` on GPU samples) still stop the policies on
-GPU images; with those two patched in, the three policies meet the bounds (checked), so the
-comparisons are strict xfails, to be unmarked when both are fixed.
-``test_no_reduction_stops_a_policy_on_gpu_images`` holds what this change fixed: it failed
-before it ("augkit has reductions.Mean for the CPU only").
+History: the reductions were the first refusal of the policies on GPU images ("augkit has
+reductions.Mean for the CPU only"), not the only one: ``fn.cast_like`` (CPU only; contrast and
+auto_contrast end in it) and the conditionals' merge (``np.asarray`` on GPU samples) stopped
+them too. With all three fixed the comparisons below run; they failed before (an
+``ArgumentError`` at definition, or the merge's failure at run time).
 """
 
 from __future__ import annotations
 
 import pathlib
-import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-from augkit import ArgumentError, AugkitError, fn, pipeline_def, types
+from augkit import fn, pipeline_def, types
 from augkit.auto_aug import auto_augment, rand_augment, trivial_augment
 
 IMAGES = pathlib.Path(__file__).resolve().parents[1] / "data" / "images"
@@ -54,17 +52,6 @@ POLICIES: dict[str, Callable[..., Any]] = {
         images, shape=[SIZE, SIZE]
     ),
 }
-
-
-BLOCKED = pytest.mark.xfail(
-    raises=ArgumentError,
-    strict=True,
-    reason="beyond the reductions, two more blockers outside this test: fn.cast_like has no GPU "
-    "kernel (contrast and auto_contrast end in it: 'CastLike(device=cpu) ... is on the GPU'), "
-    "and the conditionals' _Merge reads GPU samples with np.asarray (_check_agree); with both "
-    "fixed (checked with them patched: every policy meets the bounds) remove this mark",
-)
-"""Strict: the test fails as soon as the policies run, or fail otherwise."""
 
 
 def run_policy(
@@ -124,14 +111,12 @@ def _check_policy(name: str) -> None:
     assert_gpu_matches_cpu(name, cpu, gpu)
 
 
-@BLOCKED
 @pytest.mark.parametrize("name", list(POLICIES))
 def test_policies_run_on_gpu_images_on_the_fake_gpu(name: str, fake_gpu: Any) -> None:
     """Each policy on ``.gpu()`` images (tests/fake_cupy) gives the CPU pipeline's output."""
     _check_policy(name)
 
 
-@BLOCKED
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", list(POLICIES))
 def test_policies_run_on_gpu_images(name: str) -> None:
@@ -139,24 +124,6 @@ def test_policies_run_on_gpu_images(name: str) -> None:
     _check_policy(name)
 
 
-# What names a reduction in an error: its class at definition ("reductions.Mean(device='cpu')"),
-# its node at run time ("operator Mean_12, sample #0").
-A_REDUCTION = re.compile(r"reductions\.|\b(Sum|Mean|MeanSquare|RMS|Min|Max|StdDev|Variance)_\d+")
-
-
-@pytest.mark.parametrize("name", list(POLICIES))
-def test_no_reduction_stops_a_policy_on_gpu_images(name: str, fake_gpu: Any) -> None:
-    """The issue's symptom: each policy on ``.gpu()`` images was refused at definition,
-    "reductions.Mean(device='cpu') ... augkit has reductions.Mean for the CPU only" (Min for
-    auto_augment_image_net). Whatever still stops a policy there (``BLOCKED``) is no
-    reduction, at definition or at run time."""
-    try:
-        run_policy(name, "gpu", iterations=1)
-    except AugkitError as exc:
-        assert not A_REDUCTION.search(str(exc)), f"{name}: {exc}"
-
-
-@BLOCKED
 def test_the_comparison_is_not_vacuous(fake_gpu: Any) -> None:
     """Another seed on the GPU (other draws) breaks the bounds that the same seed meets."""
     name = "trivial_augment_wide"

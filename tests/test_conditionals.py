@@ -660,3 +660,66 @@ def test_viewer_titles_say_which_branch(small):
     titles = [tile.title for tile in viewer._tiles]
     assert [t.endswith("do_flip=True") for t in titles] == [True, False, True, False]
     assert titles[1].endswith("do_flip=False")
+
+
+# --- GPU data -------------------------------------------------------------------------------
+def _coin_flip_pipe(small, device, else_dtype=types.UINT8):
+    """An ``if`` on a per-sample coin flip over ``.gpu()`` images (``device="gpu"``) or host
+    images: flipped left-right in one branch, upside down (and cast) in the other."""
+
+    @pipeline_def(
+        batch_size=BATCH,
+        num_threads=2,
+        device_id=0 if device == "gpu" else None,
+        seed=9,
+        enable_conditionals=True,
+    )
+    def pipe():
+        images = fn.external_source(source=source(small), batch=True, layout="HWC")
+        if device == "gpu":
+            images = images.gpu()
+        heads = fn.random.coin_flip(probability=0.5)
+        if heads:
+            images = fn.flip(images, horizontal=1)
+        else:
+            images = fn.cast(fn.flip(images, vertical=1, horizontal=0), dtype=else_dtype)
+        return images, heads
+
+    return pipe()
+
+
+def test_an_if_merges_gpu_batches_on_the_fake_gpu(small, fake_gpu):
+    """The split and the merge move GPU samples (the merge read them with ``np.asarray`` to
+    check that the branches agree, which CuPy refuses): the GPU pipeline gives the CPU one's
+    batch, on the GPU; and branches that disagree are refused there as on the CPU."""
+    (cpu, cpu_heads), (gpu, gpu_heads) = (_coin_flip_pipe(small, d).run() for d in ("cpu", "gpu"))
+    heads = [bool(h) for h in gpu_heads.as_array()]
+    assert heads == [bool(h) for h in cpu_heads.as_array()]
+    assert set(heads) == {True, False}, heads  # both branches have samples: a real merge
+    assert gpu.device == "gpu" and gpu.layout() == "HWC"
+    host = gpu.as_cpu()
+    for i, h in enumerate(heads):
+        want = small[i][:, ::-1] if h else small[i][::-1]
+        np.testing.assert_array_equal(host.at(i), want, err_msg=f"sample {i}")
+        np.testing.assert_array_equal(host.at(i), cpu.at(i), err_msg=f"sample {i}")
+    with pytest.raises(OperatorError, match=r"Found distinct types: uint8 and float\. \(The"):
+        _coin_flip_pipe(small, "gpu", else_dtype=types.FLOAT).run()
+
+
+def test_a_gpu_operand_of_not_is_refused_in_dalis_words(fake_gpu):
+    """DALI: logical operands "are placed on CPU. Got a GPU input ..." (the check read GPU
+    samples with ``np.ndim``, which CuPy refuses: a TypeError instead)."""
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=0, seed=1, enable_conditionals=True)
+    def pipe():
+        x = fn.random.uniform(range=(0, 1))
+        if not fn.random.coin_flip(dtype=types.BOOL).gpu():
+            x = x + 1
+        return x
+
+    with pytest.raises(
+        OperatorError,
+        match=r"Logical expression `not` is restricted to scalar \(0-d tensors\) inputs, that "
+        r"are placed on CPU. Got a GPU input in logical expression \(at line \d+ of pipe\)",
+    ):
+        pipe().run()

@@ -17,6 +17,10 @@ Decisions and traps:
 - The branches of a variable must agree on the type, the number of dimensions and the layout
   of their samples (DALI's rule); a mismatch is an ``OperatorError`` naming the variable, the
   ``if`` and both types. A branch that no sample took has no samples to disagree with.
+- GPU batches: split and merge move CuPy samples as they move NumPy ones, and the merge's
+  check reads only their metadata (``dtype``, ``ndim``: ``np.asarray`` of a CuPy array is
+  refused). Conditions stay on the CPU (an ``if`` refuses a GPU one at definition), and a GPU
+  operand of ``and``/``or``/``not`` is refused at run time in DALI's words ("Got a GPU input").
 - ``_merge`` takes inputs of different batch sizes (one per branch): the core's check that
   inputs have one sample per sample of the batch does not apply to this role.
 """
@@ -28,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from augkit import backend
 from augkit.errors import OperatorError
 from augkit.kinds import GENERIC
 from augkit.operators.base import OperatorImpl, RunContext, finish
@@ -102,8 +107,8 @@ class Merge(OperatorImpl):
         (k0, first), *others = filled
 
         def describe(batch: TensorList) -> tuple[str, int, str]:
-            sample = batch._samples[0]
-            return _c_name(np.asarray(sample).dtype), int(np.ndim(sample)), batch.layout()
+            sample = batch._samples[0]  # NumPy or CuPy: read its metadata, not its data
+            return _c_name(np.dtype(sample.dtype)), int(sample.ndim), batch.layout()
 
         want = describe(first)
         for k, batch in others:
@@ -202,6 +207,14 @@ class LogicalCheck(OperatorImpl):
         )
         side_text = f"as the {side} argument " if side else ""
         for i, sample in enumerate(batch._samples):
+            if backend.is_gpu_array(sample):  # DALI refuses GPU operands (its words)
+                raise OperatorError(
+                    f"{prefix} Got a GPU input {side_text}in logical expression{where}. Move "
+                    "it with .cpu() first.",
+                    operator=self.name,
+                    sample_index=i,
+                    source_info=batch._source_info[i],
+                )
             if np.ndim(sample) != 0:
                 raise OperatorError(
                     f"{prefix} Got a {np.ndim(sample)}-d input {side_text}in logical "

@@ -14,7 +14,8 @@ Decisions and traps (DALI 2.4, measured on its CPU backend):
   must be a node for now (DALI also takes a Python constant there; augkit's graph does not
   turn constants into nodes yet); ``augkit.eager`` and debug mode take arrays.
 - ``cast_like(x, like)``: ``x`` converted to ``like``'s type (``convert_sat``, as ``fn.cast``),
-  with ``x``'s layout.
+  with ``x``'s layout. On the GPU too (one kernel for both: ``convert_sat`` on the sample's
+  array module), as DALI has it; auto_aug's contrast and auto_contrast end in it.
 - ``shapes``: each sample's shape as a 1-D array, ``dtype`` INT64 by default (also INT32,
   UINT32, UINT64, FLOAT, FLOAT64, as in DALI; other types are refused), no layout.
 """
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from augkit import types
+from augkit import backend, types
 from augkit.operators.base import SampleOperator
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.registry import (
@@ -92,11 +93,15 @@ class FullLike(SameBatchSize, SampleOperator):
 
 
 class CastLike(SameBatchSize, SampleOperator):
+    """``convert_sat`` to ``like``'s type, on NumPy or CuPy (``like``'s data is not read)."""
+
     def cpu(self, sample: Any, like: Any, **_: Any) -> Any:
         if sample.dtype == like.dtype:
             return sample
         with np.errstate(invalid="ignore", over="ignore"):
-            return convert_sat(sample, like.dtype)
+            return convert_sat(sample, like.dtype, backend.array_module(sample))
+
+    gpu = cpu
 
 
 _SHAPE_TYPES = (types.INT32, types.UINT32, types.INT64, types.UINT64, types.FLOAT, types.FLOAT64)
@@ -180,6 +185,7 @@ register(
         min_inputs=2,
         max_inputs=2,
         output_kinds=_layout_of_first,
+        devices=("cpu", "gpu"),
         doc=(
             "The first input converted to the type of the second (rounded half away from zero "
             "and saturated, as ``fn.cast``), with the first's layout."
