@@ -452,10 +452,10 @@ def test_system_exit_in_a_function_is_an_operator_error():
 
 def test_a_call_that_fails_before_any_reply_leaves_no_shared_memory():
     """The input segments of a first call are unlinked when the call fails (no reply did)."""
-    lock = threading.Lock()
+    generator = (i for i in range(3))  # a live generator cannot be pickled (a lock can now)
     with WorkerPool(2) as pool:
         with pytest.raises(WorkerError, match="cannot be pickled"):
-            pool.map("lock", lambda args, extra: lock, [(np.zeros(4), None)] * 2)
+            pool.map("gen", lambda args, extra: generator, [(np.zeros(4), None)] * 2)
         assert _shm_files() == []
         with pytest.raises(WorkerError, match="exited with code 3"):
             pool.map("exit", lambda args, extra: os._exit(3), [(np.zeros(4), None)] * 2)

@@ -63,13 +63,16 @@ Decisions and traps (where augkit differs from DALI, and why):
 - ``reset()`` starts the source's next epoch whenever something of the current one was asked
   for, not only after a ``StopIteration`` as in DALI: augkit's ``reset()`` also moves every
   reader to the start of its next epoch (a ``for`` loop or the viewer ends an epoch early), and
-  a source that kept counting would no longer line up with the reader it goes with. An
-  iterable is started again: ``iter()`` is called on it anew (a generator function is called
-  anew), so a list, or an object whose ``__iter__`` starts over, gives its data again in every
-  epoch; an iterator or a generator object goes on where it was (``iter()`` of it is itself).
-  DALI gets the same from its read-ahead: the batch it computes ahead meets the source's
-  ``StopIteration`` before the iterator's ``reset()`` (its ``test_stop_iteration_pytorch``),
-  while augkit asks the source only for the batches ``run()`` needs.
+  a source that kept counting would no longer line up with the reader it goes with. Data that
+  can start again (``cycle`` set) starts again; other iterables go on where they were (DALI's
+  rule: ``iter()`` is called once). An epoch that ended without the source's
+  ``StopIteration`` (an iterator's ``size=`` reached, a ``for`` loop left) owes it: when the
+  next epoch's first request meets ``StopIteration``, that is the end of the previous epoch met
+  late, and the source is asked once more. DALI gets the same from its read-ahead (the batch
+  it computes ahead meets the ``StopIteration`` before the iterator's ``reset()``: its
+  ``test_stop_iteration_pytorch``), while augkit asks only for the batches ``run()`` needs; an
+  iterator that starts over after its end (DALI's examples' ``__next__``) so gives every
+  epoch.
 - A failed batch is lost, as everywhere in augkit: the next ``run()`` asks for the next
   iteration (the iteration numbers are the pipeline's, counted from the epoch's first batch),
   except after a ``KeyboardInterrupt``, where the same batch is asked for again.
@@ -471,6 +474,7 @@ class ExternalSource(OperatorImpl):
         self._first: int | None = 0  # the pipeline iteration of the epoch's first batch
         self._asked = False  # something of this epoch was asked for
         self._ended = False  # the source said StopIteration in this epoch
+        self._owed_stop = False  # the last epoch ended before the source's StopIteration
         self._iterator: Any = None
         self._ahead: dict[tuple[int, int, int], _Outcome] = {}
         self._fed: collections.deque[TensorList] = collections.deque()
@@ -490,11 +494,13 @@ class ExternalSource(OperatorImpl):
         one was asked for yet."""
         if not (self._asked or self._ended):
             return
+        self._owed_stop = not self._ended  # see the module docstring
         self.epoch += 1
         self._first = None
         self._asked = self._ended = False
         self._ahead.clear()
-        self._iterator = None  # iter() anew: the data starts again where it can
+        if self._cycle is not None:
+            self._iterator = None  # the data starts again
 
     # --- running --------------------------------------------------------------------------------
     def run(
@@ -506,7 +512,7 @@ class ExternalSource(OperatorImpl):
             raise StopIteration
         if self._first is None:
             self._first = ctx.iteration
-        self._asked = True
+        first, self._asked = not self._asked, True
         iteration = ctx.iteration - self._first
         try:
             if self._parallel:
@@ -515,6 +521,9 @@ class ExternalSource(OperatorImpl):
                 return self._one_batch(ctx, iteration)
             return self._sample_by_sample(ctx, iteration)
         except StopIteration:
+            if first and self._owed_stop:
+                self._owed_stop = False  # the previous epoch's end, met late: ask again
+                return self.run(ctx, inputs, arg_inputs)
             self._ended = True
             raise StopIteration from None
 
