@@ -397,3 +397,21 @@ def test_draws_are_what_the_random_operators_gave_each_sample():
     with pytest.raises(GraphError, match="no node named 'mirrorr'"):
         pipe.draws("mirrorr")
     pipe.close()
+
+
+def test_dalis_experimental_pipeline_def_import_answers():
+    """DALI's EfficientNet example imports pipeline_def from nvidia.dali.pipeline.experimental
+    (issue 25): the same import works on augkit, normal and debug mode alike."""
+    from augkit import fn
+    from augkit.pipeline import pipeline_def as plain
+    from augkit.pipeline.experimental import pipeline_def
+
+    assert pipeline_def is plain
+
+    @pipeline_def(batch_size=3, num_threads=1, device_id=None, seed=4)
+    def draws():
+        return fn.random.uniform(range=(0, 1))
+
+    normal = draws().run()[0].as_array()
+    debug = draws(debug=True).run()[0].as_array()
+    assert (normal == debug).all()
