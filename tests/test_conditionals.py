@@ -723,3 +723,18 @@ def test_a_gpu_operand_of_not_is_refused_in_dalis_words(fake_gpu):
         r"are placed on CPU. Got a GPU input in logical expression \(at line \d+ of pipe\)",
     ):
         pipe().run()
+
+
+def test_a_gpu_predicate_of_the_manual_split_is_refused_at_definition(fake_gpu):
+    """fn._conditional.split/merge with a GPU predicate failed at run time with CuPy's
+    TypeError; DALI refuses it when the pipeline is defined, as `if` on a GPU condition is."""
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=0, seed=1)
+    def pipe():
+        x = fn.random.uniform(range=(0, 1))
+        flip = fn.random.coin_flip(dtype=types.BOOL).gpu()
+        true, false = fn._conditional.split(x, predicate=flip)
+        return fn._conditional.merge(true, false, predicate=flip)
+
+    with pytest.raises(GraphError, match=r"predicate \(.*\) is on the GPU; .*use \.cpu\(\)"):
+        pipe()

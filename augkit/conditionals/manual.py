@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from augkit import scopes
-from augkit.errors import ArgumentError
+from augkit.errors import ArgumentError, GraphError
 from augkit.graph import DataNode, OperatorNode, _into_scope, choice_args
 from augkit.operators.registry import REGISTRY
 
@@ -28,6 +28,11 @@ def _branches(predicate: Any) -> tuple[scopes.Scope, scopes.Scope]:
         raise ArgumentError(
             f"_conditional: predicate must be a DataNode (a per-sample condition), got "
             f"{type(predicate).__name__}"
+        )
+    if predicate.device != "cpu":
+        raise GraphError(
+            f"_conditional: the predicate ({predicate.name}) is on the GPU; predicates must be "
+            f"on the CPU (use .cpu())"
         )
     parent = scopes.current()
     known = predicate.source.__dict__.setdefault("_manual_branches", {})
