@@ -47,7 +47,7 @@ define venv_with_uv
 test -x $(BIN)/python || $(PY) -m venv --without-pip $(VENV)
 	$(UV) --version 2>/dev/null | grep -qx 'uv $(UV_VERSION)\( .*\)\?' || \
 	$(PY) -m pip --python $(BIN)/python install $(PIP_QUIET) uv==$(UV_VERSION) || \
-	{ $(BIN)/python -m ensurepip -q && $(BIN)/python -m pip install $(PIP_QUIET) uv==$(UV_VERSION); }
+	{ $(BIN)/python -m ensurepip >/dev/null && $(BIN)/python -m pip install $(PIP_QUIET) uv==$(UV_VERSION); }
 endef
 
 # A changed lock (or pyproject.toml) reinstalls: uv pip sync adds, removes and changes packages
