@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import signal
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +25,16 @@ if FAKE_GPU:
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 IMAGES = ROOT / "data" / "images"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _sigint_raises_keyboard_interrupt() -> Iterator[None]:
+    """The interrupt tests (test_faults, test_workers) send SIGINT to this process, as
+    Jupyter's stop button does: a process started in the background inherits SIGINT ignored,
+    so Python's own handler is installed for the session."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture(scope="session")

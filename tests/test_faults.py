@@ -490,7 +490,7 @@ def _main_thread_in_run() -> bool:
     return False
 
 
-PIPELINE_SOURCE = os.path.join("augkit", "pipeline.py")
+PIPELINE_SOURCE = os.path.join("augkit", "pipeline", "__init__.py")
 
 
 def _interrupt_when_started(flags: str) -> threading.Thread:
