@@ -264,21 +264,25 @@ epoch_settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+# What every client's epochs vary over: the data set, batches, shards and the reader's arguments.
+READER_SPACE = {
+    "n": st.integers(3, N_MAX),
+    "bs": st.integers(1, 5),
+    "shards": st.integers(1, 3),
+    "stick": st.booleans(),
+    "pad": st.booleans(),
+    "shuffle": st.sampled_from(sorted(SHUFFLES)),
+    "skip": st.booleans(),
+}
 
 
 @epoch_settings
 @given(
-    n=st.integers(3, N_MAX),
-    bs=st.integers(1, 5),
-    shards=st.integers(1, 3),
-    stick=st.booleans(),
-    pad=st.booleans(),
-    shuffle=st.sampled_from(sorted(SHUFFLES)),
+    **READER_SPACE,
     policy=st.sampled_from(["PARTIAL", "DROP", "FILL"]),
     depth=st.sampled_from([1, 3]),
     workers=st.sampled_from([1, 1, 1, 2]),
     reset=st.sampled_from(["auto", "manual", "early"]),
-    skip=st.booleans(),
 )
 def test_every_epoch_of_every_shard_delivers_each_sample_once(
     sample_files, n, bs, shards, stick, pad, shuffle, policy, depth, workers, reset, skip
@@ -351,14 +355,8 @@ def test_every_epoch_of_every_shard_delivers_each_sample_once(
 
 @epoch_settings
 @given(
-    n=st.integers(3, N_MAX),
-    bs=st.integers(1, 5),
-    shards=st.integers(1, 3),
-    stick=st.booleans(),
-    pad=st.booleans(),
-    shuffle=st.sampled_from(sorted(SHUFFLES)),
+    **READER_SPACE,
     policy=st.sampled_from(["partial", "drop", "fill"]),
-    skip=st.booleans(),
     early=st.booleans(),
 )
 def test_the_dataset_of_every_rank_partitions_each_epoch(
