@@ -828,9 +828,9 @@ class Pipeline:
     def _epoch(self, reader_name: str | None, policy: str) -> Iterator[tuple[TensorList, ...]]:
         try:
             position = self.position(reader_name)
-            if position is not None and position.delivered:
-                # run() was called, or an epoch was left early (or stopped exactly at its
-                # end): this loop is a whole epoch, the next one.
+            if position is not None and position.left == 0:
+                # run() stopped exactly at the end of an epoch: this loop is the next epoch
+                # (after a few run() calls it completes the current one).
                 self.reset()
             while True:
                 position = self.position(reader_name)
