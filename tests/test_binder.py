@@ -67,9 +67,12 @@ def _lock() -> dict[str, str]:
 
 
 def _installed() -> dict[str, set[str]]:
-    """``{normalized name: versions}`` of the distributions this Python sees, augkit aside."""
+    """``{normalized name: versions}`` of the distributions installed in this Python's
+    site-packages, augkit aside. Only there: an imported Ray puts the packages it vendors
+    (``ray/thirdparty_files``: colorama...) on ``sys.path``, and they were not installed."""
     installed: dict[str, set[str]] = {}
-    for distribution in importlib.metadata.distributions():
+    site = [p for p in sys.path if p.endswith("site-packages")]
+    for distribution in importlib.metadata.distributions(path=site):
         name = _normalize(distribution.metadata["Name"])
         if name != "augkit":
             installed.setdefault(name, set()).add(distribution.version)

@@ -172,7 +172,12 @@ CASES = [
     ParityCase(
         "filter_shapes_float_output",
         lambda fn, types, x: fn.filter(x, _kernels(fn, _MIXED), dtype=types.FLOAT),
-        note="cv2.filter2D, as DALI's CPU filter",
+        max_diff=1.25e-4,
+        mean_diff=3e-5,
+        reason="cv2.filter2D, as DALI's CPU filter, into float32: whether its multiply-adds are "
+        "fused (FMA) follows the CPU's dispatch and, run to run, the arrays' alignment (the "
+        "vector loop's first element): an ulp of the output (3.05e-5 at 256) on some values "
+        "(seen in one of two runs on one AMD EPYC, and under the AVX2 dispatch)",
     ),
     ParityCase(
         "filter_anchor",
