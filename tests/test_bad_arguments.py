@@ -382,3 +382,51 @@ def test_every_case_of_the_registry_table_builds() -> None:
             return (*case.body(fn_operator, x), labels)
 
         _build(body).close()
+
+
+# The three operators of DALI's RandomCropAttr share their window arguments
+# (``crop_window.window_args``). DALI checks nothing on ``num_attempts``: a count <= 0 makes no
+# attempt and gives the fall-back window (``random_crop_generator_util.cc``). With a fixed area
+# of a quarter of a 100x100 image the fall-back is the 50x50 square, whatever is drawn.
+
+
+def _png(image: np.ndarray) -> np.ndarray:
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.fromarray(image).save(out, format="PNG")
+    return np.frombuffer(out.getvalue(), np.uint8)
+
+
+def _window_shape(name: str, num_attempts: int) -> tuple[int, int]:
+    """The (h, w) of the window the operator takes from a 100x100 image."""
+    args = {"num_attempts": num_attempts, "random_area": 0.25, "seed": 3}
+    if name == "random_crop_generator":
+        _, shape = eager.random_crop_generator([np.array([100, 100], np.int32)], **args)
+        return tuple(int(v) for v in np.asarray(shape[0]))
+    rows, cols = np.mgrid[0:100, 0:100].astype(np.uint8)
+    image = np.stack([rows, cols, np.zeros_like(rows)], axis=-1)
+    if name == "decoders.image_random_crop":
+        (out,) = eager.decoders.image_random_crop([_png(image)], **args)
+        return np.asarray(out).shape[:2]
+    # resized to 50x50 with nearest neighbour: a 50x50 window comes out as it is, its rows and
+    # columns consecutive; any other window would skip or repeat some
+    (out,) = eager.random_resized_crop(
+        [image], size=(50, 50), interp_type=types.INTERP_NN, antialias=False, **args
+    )
+    got = np.asarray(out)
+    assert np.all(np.diff(got[:, 0, 0].astype(int)) == 1), got[:, 0, 0]
+    assert np.all(np.diff(got[0, :, 1].astype(int)) == 1), got[0, :, 1]
+    return 50, 50
+
+
+@pytest.mark.parametrize("num_attempts", [0, -1])
+@pytest.mark.parametrize(
+    "name", ["random_resized_crop", "decoders.image_random_crop", "random_crop_generator"]
+)
+def test_no_crop_attempts_is_the_fall_back_window_alike(name: str, num_attempts: int) -> None:
+    assert _window_shape(name, num_attempts) == (50, 50)
+    required = {"size": 50} if name == "random_resized_crop" else {}
+    _styles(REGISTRY[name])["ops"](num_attempts=num_attempts, **required)  # accepted

@@ -100,7 +100,7 @@ import numpy as np
 from augkit import kinds
 from augkit.errors import ArgumentError, AugkitError
 from augkit.operators.base import RunContext, SampleOperator
-from augkit.operators.geometric.crop_window import random_crop_window, to_range, to_ratio_range
+from augkit.operators.geometric.crop_window import random_crop_window, window_args
 from augkit.operators.registry import (
     REQUIRED,
     Arg,
@@ -1009,19 +1009,7 @@ register(
         num_outputs=2,
         output_kinds=fixed_kinds(OutputSpec(ndim=1, layout=""), OutputSpec(ndim=1, layout="")),
         args=[
-            Arg(
-                "random_area",
-                "range of the window's area as a fraction of the input's",
-                (0.08, 1.0),
-                to_range,
-            ),
-            Arg(
-                "random_aspect_ratio",
-                "range of the window's aspect ratio (width / height), drawn log-uniformly",
-                (0.75, 1.333333),
-                to_ratio_range,
-            ),
-            Arg("num_attempts", "tries at a window that fits before the fall-back", 10, to_int(1)),
+            *window_args("input"),
         ],
     )
 )

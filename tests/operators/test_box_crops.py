@@ -410,7 +410,7 @@ def test_random_crop_generator_bad_inputs(sample, word):
     [
         (dict(random_area=(0.8, 0.2)), "random_area"),
         (dict(random_aspect_ratio=(0.0, 1.0)), "random_aspect_ratio"),
-        (dict(num_attempts=0), "num_attempts"),
+        (dict(num_attempts=1.5), "num_attempts"),
     ],
 )
 def test_random_crop_generator_bad_arguments(kwargs, word):

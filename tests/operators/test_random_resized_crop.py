@@ -137,7 +137,7 @@ def test_same_seed_same_windows_and_samples_differ(photos):
         ({"size": (10, 10), "random_aspect_ratio": (0.0, 1.0)}, "aspect ratios must be > 0"),
         ({"size": (10, 0)}, "size"),
         ({"size": (1, 2, 3)}, "size"),
-        ({"size": 10, "num_attempts": -1}, "num_attempts"),
+        ({"size": 10, "num_attempts": 1.5}, "num_attempts"),
     ],
 )
 def test_bad_arguments(args, match):

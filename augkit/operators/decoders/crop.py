@@ -45,7 +45,7 @@ from augkit.errors import AugkitError
 from augkit.operators.base import RunContext
 from augkit.operators.decoders.image import ImageDecoder, decode_image
 from augkit.operators.geometric.crop import CROP_ARGS, crop_request, crop_window
-from augkit.operators.geometric.crop_window import random_crop_window, to_range, to_ratio_range
+from augkit.operators.geometric.crop_window import random_crop_window, window_args
 from augkit.operators.geometric.slice import (
     AXES_ARGS,
     WINDOW_ARGS,
@@ -64,7 +64,6 @@ from augkit.operators.registry import (
     fixed_kinds,
     register,
     to_bool,
-    to_int,
 )
 from augkit.tensors import TensorList
 
@@ -278,19 +277,7 @@ register(
         ),
         args=[
             *_DECODER_ARGS,
-            Arg(
-                "random_area",
-                "range of the window's area as a fraction of the image's",
-                (0.08, 1.0),
-                to_range,
-            ),
-            Arg(
-                "random_aspect_ratio",
-                "range of the window's aspect ratio (width / height), drawn log-uniformly",
-                (0.75, 1.333333),
-                to_ratio_range,
-            ),
-            Arg("num_attempts", "tries at a window that fits before the fall-back", 10, to_int(0)),
+            *window_args(),
         ],
     )
 )

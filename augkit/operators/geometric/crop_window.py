@@ -20,6 +20,16 @@ outputs; the *values* drawn differ from DALI's, whose Philox streams augkit does
 
 ``random_crop_window`` takes the sample's NumPy Generator (the operator's per-sample stream),
 so a sample's window depends only on its seed, its iteration and its index.
+
+The arguments (``window_args``: DALI's ``RandomCropAttr`` schema, the parent of
+``fn.random_resized_crop``, ``fn.decoders.image_random_crop`` and ``fn.random_crop_generator``)
+are declared here once, with DALI's defaults and checks: ``random_area`` and
+``random_aspect_ratio`` take one value or a non-empty (low, high) range (DALI's
+``GetSingleOrRepeatedArg`` and "Provided empty range"), and the default ratio range is
+(3/4, 4/3) as in DALI's source (its documentation prints 4/3 rounded to 1.333333: a 4:3 window
+is in range). ``num_attempts`` is any (32-bit) integer: DALI checks nothing, and a count <= 0
+makes no attempt, so the window is the fall-back (``random_crop_attr.cc``/``.h``,
+``random_crop_generator_util.cc``: ``for (; attempts_left > 0; ...)``).
 """
 
 from __future__ import annotations
@@ -30,9 +40,14 @@ from typing import Any
 
 import numpy as np
 
-from augkit.operators.registry import described, to_floats
+from augkit.operators.registry import Arg, described, to_floats, to_int
 
 _f32 = np.float32
+
+#: DALI's defaults of the window arguments (``RandomCropAttr``).
+DEFAULT_AREA = (0.08, 1.0)
+DEFAULT_ASPECT_RATIO = (3.0 / 4.0, 4.0 / 3.0)
+DEFAULT_NUM_ATTEMPTS = 10
 
 
 def _roundf(x: np.float32) -> int:
@@ -44,9 +59,9 @@ def random_crop_window(
     height: int,
     width: int,
     rng: np.random.Generator,
-    aspect_ratio: Sequence[float] = (3.0 / 4.0, 4.0 / 3.0),
-    area: Sequence[float] = (0.08, 1.0),
-    num_attempts: int = 10,
+    aspect_ratio: Sequence[float] = DEFAULT_ASPECT_RATIO,
+    area: Sequence[float] = DEFAULT_AREA,
+    num_attempts: int = DEFAULT_NUM_ATTEMPTS,
 ) -> tuple[int, int, int, int]:
     """One random window ``(y, x, h, w)`` of an ``height`` x ``width`` image (module docstring).
 
@@ -124,3 +139,34 @@ def to_ratio_range(value: Any) -> tuple[float, float]:
     if values[0] <= 0:
         raise ValueError(f"aspect ratios must be > 0, got {values[0]}")
     return values
+
+
+def window_args(whole: str = "image") -> tuple[Arg, ...]:
+    """The window arguments of DALI's ``RandomCropAttr`` (module docstring): ``random_area``,
+    ``random_aspect_ratio`` and ``num_attempts``, for an operator's ``args``; ``whole`` names
+    what the area is a fraction of in the argument's doc line.
+
+    Example:
+        >>> [arg.name for arg in window_args()]
+        ['random_area', 'random_aspect_ratio', 'num_attempts']
+    """
+    return (
+        Arg(
+            "random_area",
+            f"range of the window's area as a fraction of the {whole}'s",
+            DEFAULT_AREA,
+            to_range,
+        ),
+        Arg(
+            "random_aspect_ratio",
+            "range of the window's aspect ratio (width / height), drawn log-uniformly",
+            DEFAULT_ASPECT_RATIO,
+            to_ratio_range,
+        ),
+        Arg(
+            "num_attempts",
+            "tries at a window that fits before the fall-back (<= 0: the fall-back at once)",
+            DEFAULT_NUM_ATTEMPTS,
+            to_int(-(2**31), 2**31 - 1),  # DALI reads it as a C++ int
+        ),
+    )

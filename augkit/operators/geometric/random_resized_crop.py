@@ -53,7 +53,13 @@ import numpy as np
 
 from augkit import backend, types
 from augkit.operators.geometric import resize_torch
-from augkit.operators.geometric.crop_window import random_crop_window, to_range, to_ratio_range
+from augkit.operators.geometric.crop_window import (
+    DEFAULT_AREA,
+    DEFAULT_ASPECT_RATIO,
+    DEFAULT_NUM_ATTEMPTS,
+    random_crop_window,
+    window_args,
+)
 from augkit.operators.geometric.resize import (
     _INPUT_TYPES,
     resize_hwc,
@@ -71,7 +77,6 @@ from augkit.operators.registry import (
     register,
     to_bool,
     to_dtype,
-    to_int,
     to_interp,
     to_ints,
 )
@@ -99,9 +104,9 @@ def resized_crop_window(
         shape[h_axis],
         shape[w_axis],
         rng,
-        aspect_ratio=args.get("random_aspect_ratio", (0.75, 1.333333)),
-        area=args.get("random_area", (0.08, 1.0)),
-        num_attempts=args.get("num_attempts", 10),
+        aspect_ratio=args.get("random_aspect_ratio", DEFAULT_ASPECT_RATIO),
+        area=args.get("random_area", DEFAULT_AREA),
+        num_attempts=args.get("num_attempts", DEFAULT_NUM_ATTEMPTS),
     )
 
 
@@ -204,19 +209,7 @@ register(
         ),
         args=[
             Arg("size", "the output size (H, W), or one value for a square", REQUIRED, to_size),
-            Arg(
-                "random_area",
-                "range of the window's area as a fraction of the image's",
-                (0.08, 1.0),
-                to_range,
-            ),
-            Arg(
-                "random_aspect_ratio",
-                "range of the window's aspect ratio (width / height), drawn log-uniformly",
-                (0.75, 1.333333),
-                to_ratio_range,
-            ),
-            Arg("num_attempts", "tries at a window that fits before the fall-back", 10, to_int(0)),
+            *window_args(),
             Arg(
                 "interp_type",
                 "the filter for both directions (default: linear)",
