@@ -80,7 +80,6 @@ from augkit.operators.registry import (
     to_dtype,
     to_float,
     to_floats,
-    to_interp,
 )
 
 _TYPES = warp.WARP_TYPES
@@ -144,17 +143,6 @@ def _size(value: Any) -> tuple[float, float]:
     if min(out) <= 0:
         raise ValueError(f"the output size must be positive, got {out}")
     return out
-
-
-@described("types.INTERP_NN or types.INTERP_LINEAR")
-def _interp(value: Any) -> types.DALIInterpType:
-    interp = to_interp(value)
-    if interp not in (types.INTERP_NN, types.INTERP_LINEAR):
-        raise ValueError(
-            f"rotate supports only types.INTERP_NN and types.INTERP_LINEAR (as DALI), "
-            f"got types.{interp.name}"
-        )
-    return interp
 
 
 @described("None (augkit rotates 2-D images only)")
@@ -287,7 +275,7 @@ Example, in a pipeline definition::
                 "interp_type",
                 "types.INTERP_LINEAR or types.INTERP_NN",
                 types.INTERP_LINEAR,
-                _interp,
+                warp.to_warp_interp,
                 True,
             ),
             Arg("dtype", "output type (None: the input type)", None, to_dtype),

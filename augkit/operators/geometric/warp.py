@@ -71,10 +71,12 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 
-from augkit import backend
+from augkit import backend, types
+from augkit.operators.registry import described, to_interp
 
 # What the affine warps (rotate, warp_affine) take and give.
 WARP_TYPES = tuple(
@@ -87,6 +89,19 @@ TRIANGULAR = "triangular"
 CUBIC = "cubic"
 LANCZOS3 = "lanczos3"
 GAUSSIAN = "gaussian"
+
+
+@described("types.INTERP_NN or types.INTERP_LINEAR")
+def to_warp_interp(value: Any) -> types.DALIInterpType:
+    """The ``interp_type`` of the operators on this sampler that take nearest or linear only
+    (``warp_affine``, ``rotate``), as DALI's."""
+    interp = to_interp(value)
+    if interp not in (types.INTERP_NN, types.INTERP_LINEAR):
+        raise ValueError(
+            f"only types.INTERP_NN and types.INTERP_LINEAR are supported (as in DALI), "
+            f"got types.{interp.name}"
+        )
+    return interp
 
 
 def convert_sat(values: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -74,7 +74,6 @@ from augkit.operators.registry import (
     to_dtype,
     to_float,
     to_floats,
-    to_interp,
 )
 
 _TYPES = warp.WARP_TYPES
@@ -124,17 +123,6 @@ def round_size(size: tuple[float, float] | None, in_size: tuple[int, int]) -> tu
     if max(out) > 2**31 - 1 or out[0] * out[1] > 2**40:
         raise ValueError(f"the output size {out[0]}x{out[1]} is too large")
     return out
-
-
-@described("types.INTERP_NN or types.INTERP_LINEAR")
-def to_warp_interp(value: Any) -> types.DALIInterpType:
-    interp = to_interp(value)
-    if interp not in (types.INTERP_NN, types.INTERP_LINEAR):
-        raise ValueError(
-            f"only types.INTERP_NN and types.INTERP_LINEAR are supported (as in DALI), "
-            f"got types.{interp.name}"
-        )
-    return interp
 
 
 def invert_affine(matrix: np.ndarray) -> np.ndarray:
@@ -295,7 +283,7 @@ Example, in a pipeline definition::
                 "interp_type",
                 "types.INTERP_LINEAR or types.INTERP_NN",
                 types.INTERP_LINEAR,
-                to_warp_interp,
+                warp.to_warp_interp,
             ),
             Arg(
                 "fill_value",

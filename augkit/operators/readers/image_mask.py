@@ -245,10 +245,6 @@ class ImageMaskReader(Reader):
     def path_of(self, index: int) -> str:
         return self._paths[index]
 
-    def mask_path_of(self, index: int) -> str:
-        """Where the mask of sample ``index`` lives."""
-        return self._mask_paths[index]
-
 
 register(
     OperatorSchema(
