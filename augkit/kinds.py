@@ -21,6 +21,11 @@ The kinds (DESIGN.md, "Data kinds"):
 - ``generic``: anything else, or not known (a Python function's output unless the user says
   what it is). A generic input passes every kind check: augkit never refuses what could run.
 
+Kind names are ``KindName`` members (a ``StrEnum``): each equals its string (``KindName.MASK ==
+"mask"``), so the names written as strings in operator schemas, and those in stored data, keep
+working; the schemas' declarations are checked against them when an operator is declared
+(``augkit.operators.registry``), so a misspelt kind fails at import.
+
 Example:
     >>> from augkit import kinds
     >>> kinds.boxes("xywh", relative=False)
@@ -32,19 +37,56 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
-NAMES = (
-    "image",
-    "mask",
-    "boxes",
-    "keypoints",
-    "polygons",
-    "vertices",
-    "labels",
-    "encoded",
-    "generic",
-)
+from augkit.errors import suggest
+
+
+class KindName(StrEnum):
+    """The name of a data kind (see the module docstring). A member is a ``str`` equal to its
+    value, with the same hash, and reads as its value (``str``, formatting and ``repr``), so
+    it can stand wherever the plain string did, messages included.
+
+    Example:
+        >>> KindName.BOXES == "boxes", KindName("mask") is KindName.MASK, [KindName.IMAGE]
+        (True, True, ['image'])
+    """
+
+    IMAGE = "image"
+    MASK = "mask"
+    BOXES = "boxes"
+    KEYPOINTS = "keypoints"
+    POLYGONS = "polygons"
+    VERTICES = "vertices"
+    LABELS = "labels"
+    ENCODED = "encoded"
+    GENERIC = "generic"
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+NAMES: tuple[KindName, ...] = tuple(KindName)
+
+
+def kind_name(value: Any, where: str = "") -> KindName:
+    """The ``KindName`` of a name (a ``KindName`` or its string).
+
+    Raises:
+        ValueError: not a kind's name; the message says ``where`` it was given ("in
+            accepts"), lists the kinds and suggests the closest.
+    """
+    try:
+        return KindName(value)
+    except ValueError:
+        close = suggest(value, NAMES) if isinstance(value, str) else ""
+        place = f" {where}" if where else ""
+        raise ValueError(
+            f"unknown data kind {value!r}{place}; the kinds are {', '.join(NAMES)}.{close}"
+        ) from None
+
+
 BOX_FORMATS = ("ltrb", "xywh")
 
 
@@ -59,13 +101,12 @@ class Kind:
             (``None`` for other kinds).
     """
 
-    name: str
+    name: KindName
     box_format: str | None = None
     relative: bool | None = None
 
     def __post_init__(self) -> None:
-        if self.name not in NAMES:
-            raise ValueError(f"unknown data kind {self.name!r}; the kinds are {', '.join(NAMES)}")
+        object.__setattr__(self, "name", kind_name(self.name))
         if self.box_format is not None and self.box_format not in BOX_FORMATS:
             raise ValueError(f"box_format must be 'ltrb' or 'xywh', got {self.box_format!r}")
 
@@ -133,13 +174,10 @@ def parse(value: Any) -> Kind:
         return value
     if not isinstance(value, str):
         raise TypeError(f"expected a data kind (a name such as 'image', or a Kind), got {value!r}")
-    if value in _PLAIN:
-        return _PLAIN[value]
-    if value == "boxes":
-        return BOXES
-    if value == "keypoints":
-        return KEYPOINTS
-    raise ValueError(f"unknown data kind {value!r}; the kinds are {', '.join(NAMES)}")
+    name = kind_name(value)
+    if name in _PLAIN:
+        return _PLAIN[name]
+    return BOXES if name == KindName.BOXES else KEYPOINTS
 
 
 def from_layout(layout: str) -> Kind:

@@ -14,6 +14,17 @@ Argument values are checked and normalised by their ``convert`` function once, w
 operator is created (or, for per-sample argument inputs, per sample when it runs); a converter
 raises ``ValueError``/``TypeError`` with a plain message, and the registry turns that into an
 ``ArgumentError`` that names the operator and the argument.
+
+Data kinds are named by ``augkit.kinds.KindName`` members or their strings ("image", "mask",
+...). Every name a declaration gives (an ``InputSpec``'s kinds, hints and min_ndims, an
+``OutputSpec``'s kind, ``kind_policy``'s hints) goes through ``declared_kinds``, so a misspelt
+kind fails when the operator is declared, at import:
+
+    >>> spec = InputSpec("an image", kinds=("imgae",))
+    >>> OperatorSchema("resize", "Resize", object, "", accepts=[spec])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: Resize: unknown data kind 'imgae' in accepts (input 0, kinds); the kinds are ...
 """
 
 from __future__ import annotations
@@ -21,7 +32,7 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +40,7 @@ import numpy as np
 
 from augkit import types
 from augkit.errors import ArgumentError, suggest
-from augkit.kinds import GENERIC, Kind
+from augkit.kinds import GENERIC, Kind, KindName, kind_name, parse
 
 REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
 
@@ -106,6 +117,13 @@ class OutputSpec:
     what: str = ""
     hint: str = ""
 
+    def __post_init__(self) -> None:
+        if isinstance(self.kind, str):  # a kind's name: its default form (kinds.parse)
+            declared_kinds((self.kind,), "OutputSpec", "kind")
+            object.__setattr__(self, "kind", parse(self.kind))
+        elif not isinstance(self.kind, Kind):
+            raise TypeError(f"OutputSpec: kind must be a data kind, got {self.kind!r}")
+
 
 @dataclass(frozen=True)
 class InputSpec:
@@ -133,6 +151,24 @@ class InputSpec:
     operator takes images of 2 or more dimensions, and labels of 1); for these kinds only
     this is checked, not ``ndims`` and ``layouts`` (which are the images')."""
 
+    def __post_init__(self) -> None:
+        # Known names become KindName members here; an unknown one is kept, for the operator
+        # declaring this input to refuse by name (OperatorSchema, declared_kinds).
+        if self.kinds is not None:
+            object.__setattr__(self, "kinds", tuple(_member(k) for k in self.kinds))
+        object.__setattr__(self, "hints", {_member(k): v for k, v in self.hints.items()})
+        object.__setattr__(self, "min_ndims", {_member(k): v for k, v in self.min_ndims.items()})
+
+    def check_kinds(self, owner: str, index: int) -> None:
+        """Raise ``ValueError`` naming ``owner`` (the operator) and the input ``index`` for a
+        name that is no data kind (``declared_kinds``)."""
+        for part, names in (
+            ("kinds", self.kinds),
+            ("hints", self.hints),
+            ("min_ndims", self.min_ndims),
+        ):
+            declared_kinds(names or (), owner, f"accepts (input {index}, {part})")
+
     def refuses_kind(self, spec: OutputSpec | None) -> bool:
         """Whether ``spec``'s data kind is known not to be accepted."""
         if spec is None or spec.kind.is_generic or self.kinds is None:
@@ -153,6 +189,28 @@ class InputSpec:
 
     def hint(self, kind: Kind) -> str:
         return self.hints.get(kind.name, "")
+
+
+def _member(name: Any) -> Any:
+    """``name``'s ``KindName`` member, or ``name`` itself when it is none (checked later)."""
+    try:
+        return KindName(name)
+    except ValueError:
+        return name
+
+
+def declared_kinds(names: Iterable[Any], owner: str, where: str = "") -> tuple[KindName, ...]:
+    """The ``KindName`` of each of ``names``, the kinds a declaration gives: the one check of
+    kind names in schemas (accepted and produced kinds, per-kind hints, ``kind_policy``).
+
+    Raises:
+        ValueError: a name that is no data kind, naming ``owner`` (the operator), ``where``
+            (which part of its declaration) and the kinds.
+    """
+    try:
+        return tuple(kind_name(name, f"in {where}" if where else "") for name in names)
+    except ValueError as exc:
+        raise ValueError(f"{owner}: {exc}") from None
 
 
 def kind_policy(family: str) -> dict[str, str]:
@@ -179,15 +237,24 @@ def kind_policy(family: str) -> dict[str, str]:
         "(jpegs, labels = fn.readers.file(...))"
     )
     hints["encoded"] = "decode them first with fn.decoders.image"
-    return hints
+    return dict(zip(declared_kinds(hints, f"kind_policy({family!r})"), hints.values(), strict=True))
 
 
 OutputKinds = Callable[[dict[str, Any], Sequence[OutputSpec | None]], Sequence[OutputSpec | None]]
 
 
 def fixed_kinds(*specs: OutputSpec | None) -> OutputKinds:
-    """``output_kinds`` of an operator whose outputs are always of these kinds (a reader's)."""
-    return lambda args, inputs: list(specs)
+    """``output_kinds`` of an operator whose outputs are always of these kinds (a reader's);
+    the specs are its ``specs`` attribute."""
+    for spec in specs:
+        if spec is not None and not isinstance(spec, OutputSpec):
+            raise TypeError(f"fixed_kinds: expected OutputSpecs or None, got {spec!r}")
+
+    def output_kinds(args: dict[str, Any], inputs: Sequence[OutputSpec | None]) -> list:
+        return list(specs)
+
+    output_kinds.specs = specs  # type: ignore[attr-defined]
+    return output_kinds
 
 
 def keeps_kind(
@@ -275,6 +342,9 @@ class OperatorSchema:
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"{self.name}: role must be one of {ROLES}, got {self.role!r}")
+        for i, spec in enumerate(self.accepts or ()):
+            if spec is not None:
+                spec.check_kinds(self.class_name, i)
         self.arguments = {a.name: a for a in (*COMMON_ARGS, *self.args)}
 
     @property
