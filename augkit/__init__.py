@@ -7,8 +7,8 @@ See ``docs/architecture.md`` for the layers and ``README.md`` for the Quickstart
 
 from augkit import auto_aug, fn, math, ops, types
 from augkit.errors import ArgumentError, AugkitError, DeviceError, GraphError, OperatorError
-from augkit.operators.tensors.subscript import newaxis
 from augkit.pipeline import Pipeline, pipeline_def
+from augkit.subscripts import newaxis
 from augkit.tensors import Tensor, TensorList
 
 __version__ = "0.1.0"

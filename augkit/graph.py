@@ -17,10 +17,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from augkit import backend, scopes
+from augkit import backend, scopes, types
 from augkit.errors import ArgumentError, AugkitError, GraphError
 from augkit.operators.constant import is_constant
 from augkit.operators.registry import REGISTRY, REQUIRED, OperatorSchema
+from augkit.operators.tensors.subscript import parse as parse_subscript
 from augkit.tensors import TensorList
 
 _ids = itertools.count()
@@ -198,10 +199,15 @@ class DataNode:
 
     def __getitem__(self, index: Any) -> DataNode:
         """``x[1:3, :, 0]``, ``x[idx]`` (a per-sample DataNode) with DALI's semantics
-        (``augkit.operators.tensors.subscript``)."""
-        from augkit.operators.tensors.subscript import subscript
-
-        return subscript(self, index)
+        (``augkit.operators.tensors.subscript``): its ``_tensor_subscript``, then
+        ``expand_dims`` for new axes."""
+        args, new_axes, names, last_new = parse_subscript(index, is_node)
+        out = self
+        if len(args) > 1 or not (new_axes and last_new):
+            out = operator_class(REGISTRY["_tensor_subscript"])(**args)(self)
+        if new_axes:
+            out = operator_class(REGISTRY["expand_dims"])(axes=new_axes, new_axis_names=names)(out)
+        return out
 
     # Not iterable, though it has __getitem__ (which would make iter() step through indices
     # 0, 1, 2... forever, and ``a, b = node`` say "too many values"): a TypeError at once.
@@ -242,8 +248,11 @@ def _expression(op: str, *operands: Any) -> Any:
     """The node of ``op`` on ``operands`` (at least one a DataNode; the others nodes or Python
     ``bool``/``int``/``float``), computed by the internal ``_arithmetic`` operator
     (``augkit.operators.arithmetic``: DALI's type promotion). ``NotImplemented`` for another
-    kind of operand (Python then tries the other side, or raises TypeError)."""
+    kind of operand (Python then tries the other side, or raises TypeError). A
+    ``types.ScalarConstant`` is a NumPy scalar of its type (its dtype takes part in the type
+    promotion)."""
     cls = operator_class(REGISTRY["_arithmetic"])
+    operands = tuple(x.numpy() if isinstance(x, types.ScalarConstant) else x for x in operands)
     nodes = [x for x in operands if isinstance(x, DataNode)]
     if not nodes or not all(isinstance(x, (DataNode, *NUMBERS)) for x in operands):
         return NotImplemented
@@ -257,6 +266,14 @@ def _expression(op: str, *operands: Any) -> Any:
 def _value(value: Any) -> DataNode:
     """The node of a Python constant given as an input (``augkit.operators.constant``)."""
     return operator_class(REGISTRY["_value"])(value=value)()
+
+
+def _constant(**arguments: Any) -> DataNode:
+    """``fn.constant(**arguments)``: what ``types.Constant`` makes of a tensor."""
+    return operator_class(REGISTRY["constant"])(**arguments)()
+
+
+types.constant_node = _constant  # types (DALI's enums) is below the graph and imports nothing
 
 
 def _transfer(schema_name: str, node: DataNode) -> DataNode:

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,8 +206,6 @@ _INT_TYPES = frozenset(
     {INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64}
 )  # DALI's _int_types
 _FLOAT_TYPES = frozenset({FLOAT16, FLOAT, FLOAT64})
-_ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor")
-_ARITHMETIC += ("lshift", "rshift", "eq", "ne", "lt", "le", "gt", "ge")
 
 
 class ScalarConstant:
@@ -214,6 +213,10 @@ class ScalarConstant:
     make it with ``Constant``. Python ``bool``/``int``/``float`` are BOOL/INT32/FLOAT; a NumPy
     scalar or 0-D array keeps its type; ``dtype`` converts the value (``Constant(2.7,
     INT16).value`` is 2, truncated as Python's ``int``).
+
+    With a DataNode (``c + node``, ``node * c``, ``c < node``) the node's operators make the
+    expression (``augkit.graph``, which takes the constant as a NumPy scalar of its type):
+    a ScalarConstant has no arithmetic of its own, so Python asks the node.
 
     Example:
         >>> Constant(3, UINT8)
@@ -311,12 +314,12 @@ class ScalarConstant:
     def __eq__(self, other: Any) -> Any:
         if isinstance(other, ScalarConstant):
             return self.value == other.value and self.dtype == other.dtype
-        return _binary("eq", self, other)
+        return NotImplemented  # a DataNode's __eq__ makes the per-sample node
 
     def __ne__(self, other: Any) -> Any:
         if isinstance(other, ScalarConstant):
             return self.value != other.value or self.dtype != other.dtype
-        return _binary("ne", self, other)
+        return NotImplemented
 
     __hash__ = object.__hash__
 
@@ -330,34 +333,14 @@ class ScalarConstant:
         return f"{self.value}"
 
 
-def _binary(op: str, left: Any, right: Any) -> Any:
-    """``left <op> right`` where one side is a ScalarConstant and the other, a DataNode, makes
-    the node (the ScalarConstant as a NumPy scalar of its type); otherwise NotImplemented."""
-    from augkit.graph import DataNode, _expression
-
-    if not isinstance(left, DataNode) and not isinstance(right, DataNode):
-        return NotImplemented
-    operands = [x.numpy() if isinstance(x, ScalarConstant) else x for x in (left, right)]
-    return _expression(op, *operands)
+def _no_graph(**arguments: Any) -> Any:
+    raise RuntimeError("types.Constant of a tensor makes a node: import augkit first")
 
 
-def _operators(op: str) -> tuple[Any, Any]:
-    def forward(self: ScalarConstant, other: Any) -> Any:
-        return _binary(op, self, other)
-
-    def backward(self: ScalarConstant, other: Any) -> Any:
-        return _binary(op, other, self)
-
-    return forward, backward
-
-
-for _op in _ARITHMETIC:
-    _forward, _backward = _operators(_op)
-    if _op in ("eq", "ne"):
-        continue
-    setattr(ScalarConstant, f"__{_op}__", _forward)
-    if _op not in ("lt", "le", "gt", "ge"):  # node < c is c > node: no reflected form
-        setattr(ScalarConstant, f"__r{_op}__", _backward)
+constant_node: Callable[..., Any] = _no_graph
+"""``fn.constant(**arguments)``, the node ``Constant`` returns for a tensor: set by
+``augkit.graph``, the layer that makes nodes (this module, DALI's enums, is below it and
+imports nothing of augkit's)."""
 
 
 def _is_scalar_shape(shape: Any) -> bool:
@@ -430,12 +413,10 @@ def Constant(
         data = items
     if dtype is None:
         dtype = actual
-    from augkit import fn
-
     integers = actual in _INT_TYPES or actual == BOOL
     data = [int(v) for v in data] if integers else [float(v) for v in data]
     key = "idata" if integers else "fdata"
     place = {} if device is None else {"device": device}
-    return fn.constant(
+    return constant_node(
         **{key: data}, shape=list(shape), dtype=dtype, layout=layout, **place, **kwargs
     )

@@ -1,10 +1,12 @@
 """Indexing a DataNode: ``x[1]``, ``x[-1]``, ``x[1:3, :, 0]``, ``x[::2]``, ``x[idx]`` with a
 per-sample ``idx = fn.random.uniform(range=(0, 4), dtype=types.INT32)``, and
 ``x[newaxis("N")]``, as DALI 2.4's ``DataNode.__getitem__`` (its internal
-``_tensor_subscript``, then ``expand_dims`` for new axes). ``DataNode.__getitem__``
-(``augkit.graph``) calls ``subscript``; ``subscript`` also takes what ``augkit.eager`` calls
-return (a NumPy sample, a list of them, a TensorList) and then runs eagerly; there a per-sample
-index is a list of 0-D arrays or a TensorList (a list of Python ints is still refused).
+``_tensor_subscript``, then ``expand_dims`` for new axes). This module is the operator and
+``parse``, DALI's reading of an index; the front ends use them: ``DataNode.__getitem__``
+(``augkit.graph``) makes the nodes, and ``augkit.subscripts.subscript`` also takes what
+``augkit.eager`` calls return (a NumPy sample, a list of them, a TensorList) and then runs
+eagerly; there a per-sample index is a list of 0-D arrays or a TensorList (a list of Python
+ints is still refused).
 
 Decisions and traps (DALI 2.4, measured on its CPU backend; ``tests/subscript_reference.py``):
 
@@ -213,39 +215,4 @@ def parse(index: Any, is_node: Any) -> tuple[dict[str, Any], list[int], str | No
     return args, new_axes, "".join(names) or None, last_new
 
 
-def subscript(x: Any, index: Any) -> Any:
-    """``x[index]`` with DALI's semantics (the module docstring): ``x`` a DataNode (a pipeline
-    definition, debug mode) or what ``augkit.eager`` takes (then it runs now).
-
-    Example:
-        >>> import numpy as np
-        >>> subscript(np.arange(6).reshape(2, 3), (slice(None), -1)).tolist()
-        [2, 5]
-    """
-    from augkit.graph import DataNode, is_node, operator_class
-    from augkit.operators.registry import REGISTRY
-
-    if isinstance(x, DataNode):
-        args, new_axes, names, last_new = parse(index, is_node)
-        out = x
-        if len(args) > 1 or not (new_axes and last_new):
-            out = operator_class(REGISTRY["_tensor_subscript"])(**args)(x)
-        if new_axes:
-            out = operator_class(REGISTRY["expand_dims"])(axes=new_axes, new_axis_names=names)(out)
-        return out
-    from augkit import eager
-    from augkit.tensors import TensorList
-
-    def per_sample(value: Any) -> bool:  # what eager calls return for a batch
-        if isinstance(value, TensorList):
-            return True
-        return isinstance(value, list) and all(isinstance(v, np.ndarray) for v in value)
-
-    args, new_axes, names, _ = parse(index, per_sample)
-    out = eager.call(REGISTRY["_tensor_subscript"], x, **args)
-    if new_axes:
-        out = eager.call(REGISTRY["expand_dims"], out, axes=new_axes, new_axis_names=names)
-    return out
-
-
-__all__: Sequence[str] = ("NewAxis", "newaxis", "subscript")
+__all__: Sequence[str] = ("NewAxis", "newaxis", "parse")
