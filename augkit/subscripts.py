@@ -24,7 +24,6 @@ import numpy as np
 from augkit import eager
 from augkit.graph import DataNode
 from augkit.operators.registry import REGISTRY
-from augkit.operators.tensors import subscript as _operator
 from augkit.operators.tensors.subscript import NewAxis, newaxis, parse
 from augkit.tensors import TensorList
 
@@ -51,10 +50,5 @@ def subscript(x: Any, index: Any) -> Any:
         out = eager.call(REGISTRY["expand_dims"], out, axes=new_axes, new_axis_names=names)
     return out
 
-
-# Where ``subscript`` was defined before it moved up here (``from
-# augkit.operators.tensors.subscript import subscript`` keeps working; the operator module
-# imports no front end). ``import augkit`` imports this module (``augkit.newaxis``).
-_operator.subscript = subscript  # type: ignore[attr-defined]
 
 __all__: Sequence[str] = ("NewAxis", "newaxis", "subscript")

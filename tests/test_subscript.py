@@ -12,7 +12,7 @@ import pytest
 
 from augkit import eager, fn, pipeline_def, types
 from augkit.errors import ArgumentError, OperatorError
-from augkit.operators.tensors.subscript import newaxis, subscript
+from augkit.subscripts import newaxis, subscript
 from tests import subscript_reference as ref
 
 REFERENCE = np.load(ref.OUT)

@@ -51,9 +51,9 @@ Differences from DALI:
   ``accepted_kwargs`` first, and ``forbid_unused_kwargs`` refuses one that no augmentation
   takes, as DALI's policies do).
 - The per-sample pick of a table row is ``fn.lookup_table`` of the index, one per element of
-  the parameter (then ``fn.stack`` and ``fn.reshape`` to the parameter's shape): augkit has no
-  ``types.Constant`` and DataNodes cannot be subscripted by DataNodes (DALI's
-  ``Constant(table)[index]``). Each lookup converts the table's column to its own dtype, so the
+  the parameter (then ``fn.stack`` and ``fn.reshape`` to the parameter's shape), where DALI
+  writes ``Constant(table)[index]`` (DataNodes cannot be subscripted by DataNodes in augkit).
+  Each lookup converts the table's column to its own dtype, so the
   values are exact. The table has ``types.Constant``'s types: float64 parameters (``[m, 0]``
   is a float64 list) become float32, 64-bit integers 32-bit ones.
 """

@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 
 from augkit import fn
-from augkit.auto_aug.core import augmentation
+from augkit.auto_aug._augmentation import augmentation
 from augkit.errors import ArgumentError
 from augkit.graph import DataNode, _value
 

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from augkit.auto_aug.core import Augmentation
+from augkit.auto_aug._augmentation import Augmentation
 from augkit.errors import ArgumentError
 
 __all__ = ["Policy"]

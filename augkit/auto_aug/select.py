@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from augkit.auto_aug.core import (
+from augkit.auto_aug._augmentation import (
     Augmentation,
     MissingArgException,
     accepted_kwargs,
@@ -211,7 +211,7 @@ def check_missing_kwargs(
         MissingArgException: naming the augmentation and the argument.
     """
     from augkit.auto_aug import augmentations as a
-    from augkit.auto_aug.core import _extra_params
+    from augkit.auto_aug._augmentation import _extra_params
 
     for aug in augmentations:
         missing = [
