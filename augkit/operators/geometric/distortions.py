@@ -53,7 +53,6 @@ from augkit.operators.registry import (
     register,
     to_float,
     to_int,
-    to_interp,
 )
 
 _TYPES = (np.dtype(np.uint8), np.dtype(np.float32))
@@ -73,16 +72,6 @@ def dali_fill(value: float, dtype: np.dtype) -> float:
 
 
 @described("types.INTERP_NN or types.INTERP_LINEAR")
-def to_displacement_interp(value: Any) -> types.DALIInterpType:
-    interp = to_interp(value)
-    if interp not in (types.INTERP_NN, types.INTERP_LINEAR):
-        raise ValueError(
-            f"only types.INTERP_NN and types.INTERP_LINEAR are supported for this operation "
-            f"(as in DALI), got types.{interp.name}"
-        )
-    return interp
-
-
 class DisplacementImpl(SampleOperator):
     """A displacement filter: ``points(image shape, rng?, **args)`` gives the float32 source
     points (x, y), which the sampler reads."""
@@ -217,7 +206,7 @@ _INPUT = [HWC_IMAGE]
 def _common(interp_doc: str) -> list[Arg]:
     return [
         Arg("fill_value", "value of the taps outside the image", 0.0, to_float()),
-        Arg("interp_type", interp_doc, types.INTERP_NN, to_displacement_interp),
+        Arg("interp_type", interp_doc, types.INTERP_NN, warp.to_warp_interp),
         Arg("mask", "per sample: 0 leaves the image unchanged, 1 applies", 1, to_int(), True),
     ]
 

@@ -94,7 +94,8 @@ GAUSSIAN = "gaussian"
 @described("types.INTERP_NN or types.INTERP_LINEAR")
 def to_warp_interp(value: Any) -> types.DALIInterpType:
     """The ``interp_type`` of the operators on this sampler that take nearest or linear only
-    (``warp_affine``, ``rotate``), as DALI's."""
+    (``warp_affine``, ``rotate``, the displacement filters ``water``/``sphere``/``jitter``), as
+    DALI's."""
     interp = to_interp(value)
     if interp not in (types.INTERP_NN, types.INTERP_LINEAR):
         raise ValueError(
