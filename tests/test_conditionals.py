@@ -359,7 +359,7 @@ def test_choices_say_which_branch_each_sample_took(small):
         else:
             assert record["if q"] == bool(q[i])
     # draws() has them too, with the random values that reached the sample.
-    draws = pipe.draws(pipe._output_names()[0])
+    draws = pipe.draws(pipe.output_names()[0])
     assert all(set(record) <= set(d) for record, d in zip(records, draws, strict=True))
     rotated = [i for i, r in enumerate(records) if r["if p and not q"]]
     assert all(any(k.endswith(".angle") for k in draws[i]) for i in rotated)

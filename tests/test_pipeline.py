@@ -387,7 +387,7 @@ def test_draws_are_what_the_random_operators_gave_each_sample():
     pipe.run()
     records = pipe.draws("mirror")
     assert len(records) == 4 and set(records[0]) == {"turn.angle", "mirror.horizontal"}
-    angles = pipe.value(pipe._operators()[1].outputs[0].name)  # the uniform draw's batch
+    angles = pipe.value(pipe.operators()[1].outputs[0].name)  # the uniform draw's batch
     assert [r["turn.angle"] for r in records] == [float(angles.at(i)) for i in range(4)]
     assert all(-30 <= r["turn.angle"] <= 30 and r["mirror.horizontal"] in (0, 1) for r in records)
     assert set(pipe.draws()[0]) == {"turn.angle", "mirror.horizontal", "b.brightness"}

@@ -540,13 +540,14 @@ class Pipeline:
         self.build()
         return self._runner.nodes()
 
-    def _output_names(self) -> list[str]:
-        """The names of the nodes the last ``run()`` returned, in order (for the viewer)."""
+    def output_names(self) -> list[str]:
+        """The names of the nodes the last ``run()`` returned, in order (what the viewer
+        shows by default; none before the first ``run()`` in debug mode)."""
         return self._runner.output_names() if self._runner is not None else []
 
-    def _operators(self) -> list[OperatorNode]:
+    def operators(self) -> list[OperatorNode]:
         """The operator nodes of the graph, in graph order (none before ``build()``, none in
-        debug mode, which has no graph)."""
+        debug mode, which has no graph): what the viewer lists and gives sliders."""
         return self._runner.operators() if self._runner is not None else []
 
     def value(self, name: str) -> TensorList:
@@ -606,8 +607,8 @@ class Pipeline:
 
     def _upstream_operators(self, name: str | None, what: str) -> list[OperatorNode]:
         self.build()
-        operators = self._operators()
-        if not operators or self._runner is None or not self._output_names():
+        operators = self.operators()
+        if not operators or self._runner is None or not self.output_names():
             raise GraphError(f"{what} needs a normal pipeline (not debug mode) that has run")
         if name is not None:
             nodes = self.nodes()
@@ -619,7 +620,7 @@ class Pipeline:
 
     def _scope_samples(self) -> ScopeSamples:
         """The samples of every conditional scope in the last batch."""
-        size = len(self.value(self._output_names()[0]))
+        size = len(self.value(self.output_names()[0]))
         return ScopeSamples(size, lambda data: self.value(data.name))
 
     def _choices(

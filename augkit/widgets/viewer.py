@@ -886,7 +886,7 @@ class Viewer:
     def _ran(self, outputs: tuple[TensorList, ...]) -> None:
         self._has_batch = True
         if not self._outputs:
-            self._outputs = self.pipe._output_names()
+            self._outputs = self.pipe.output_names()
 
     def _refresh(self) -> None:
         self._sync_picker()
@@ -961,7 +961,7 @@ class Viewer:
 
     def _reader_sources(self) -> list[str]:
         """The names of the samples on screen, as the first reader gave them ([] if none)."""
-        for op in self.pipe._operators():
+        for op in self.pipe.operators():
             if op.schema.role == "reader" and op.outputs:
                 return list(self.pipe.value(op.outputs[0].name).source_info())
         return []
@@ -1178,7 +1178,7 @@ class Viewer:
         from no input, such as a random operator's, has none of its own): the readers' first
         (an intermediate node a chain let go would be computed again to be asked)."""
         readers = [
-            d.name for n in self.pipe._operators() if n.schema.makes_batches for d in n.outputs
+            d.name for n in self.pipe.operators() if n.schema.makes_batches for d in n.outputs
         ]
         for name in readers or self.pipe.nodes():
             sources = self.pipe.value(name).source_info()
@@ -1264,7 +1264,7 @@ class Viewer:
     # --- controls ---------------------------------------------------------------------------------
     def _python_nodes(self) -> list[Any]:
         # The Python operators, whose function the viewer can replace (Pipeline.set_function).
-        return [n for n in self.pipe._operators() if n.schema.role == "python"]
+        return [n for n in self.pipe.operators() if n.schema.role == "python"]
 
     def _builtin_nodes(self) -> list[Any]:
         # The built-in operators whose constant arguments can change (Pipeline.set_arguments);
@@ -1272,7 +1272,7 @@ class Viewer:
         # first set's node: its controls change the whole call (set_arguments does).
         seen: set[int] = set()
         found = []
-        for node in self.pipe._operators():
+        for node in self.pipe.operators():
             if node.schema.role in ("operator", "random") and node.seed_group not in seen:
                 seen.add(node.seed_group)
                 found.append(node)
@@ -1411,7 +1411,7 @@ def overlay_nodes(pipe: Pipeline, name: str) -> dict[str, str]:
     "polygons", "vertices", "labels") -> node name, by the rule of the module docstring.
     Empty for a node that is not an image (a mask is no image to draw on)."""
     nodes = pipe.nodes()
-    operators = pipe._operators()
+    operators = pipe.operators()
     kinds = {d: (s.kind if s is not None else GENERIC) for d, s in check_kinds(operators).items()}
     shown = nodes.get(name)
     if shown is None or kinds.get(shown, GENERIC).name not in ("image", "generic"):
@@ -1439,7 +1439,7 @@ def overlay_nodes(pipe: Pipeline, name: str) -> dict[str, str]:
         labels = _labels_beside(nodes[chosen["boxes"]], kinds)
         if labels is not None:
             chosen["labels"] = labels
-    outputs = pipe._output_names()
+    outputs = pipe.output_names()
     if name in outputs:
         # The pipeline's outputs of the kinds still missing, when the graph cannot link them
         # (they come from other sources than the image: two external sources, two readers).
