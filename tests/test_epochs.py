@@ -88,16 +88,20 @@ def test_shards_of_class_folders_each_read_nearly_every_class():
     classes 2-4 for the whole epoch; DALI deals the whole list once before sharding."""
 
     @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=7)
-    def shard(shard_id):
+    def shard(shard_id, stick):
         _, labels = fn.readers.file(
-            file_root=str(IMAGES), random_shuffle=True, shard_id=shard_id, num_shards=2
+            file_root=str(IMAGES),
+            random_shuffle=True,
+            shard_id=shard_id,
+            num_shards=2,
+            stick_to_shard=stick,
         )
         return labels
 
     for stick in (False, True):
         seen = []
         for k in range(2):
-            pipe = shard(k)
+            pipe = shard(k, stick)
             labels = [int(v) for b in pipe.epoch("partial") for v in b[0].as_array().reshape(-1)]
             seen.append(labels)
         assert sorted(seen[0] + seen[1]) == sorted(
@@ -105,7 +109,6 @@ def test_shards_of_class_folders_each_read_nearly_every_class():
         )  # a partition: 5 classes of 3 files
         for labels in seen:
             assert len(set(labels)) >= 4, seen  # not a block of 2-3 classes
-        del stick
 
 
 class _RestartingIterable:
@@ -131,7 +134,7 @@ class _RestartingIterable:
 @pytest.mark.parametrize("sized", [True, False])
 @pytest.mark.parametrize("auto_reset", [True, False])
 @pytest.mark.parametrize("per_epoch,total", [(2, -1), (3, 4), (1, -1)])
-def test_an_iterable_external_source_starts_again_every_epoch(sized, auto_reset, per_epoch, total):
+def test_an_iterable_external_source_gives_every_epoch(sized, auto_reset, per_epoch, total):
     """The repro (DALI's test_stop_iteration_pytorch): over three epochs an iterable source gave
     one epoch of batches, since reset() did not start it again."""
     source = _RestartingIterable(per_epoch, 2, total)
