@@ -30,10 +30,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from augkit import backend
+from augkit.calls import SampleCall
 from augkit.errors import AugkitError, OperatorError
 from augkit.graph import DataNode, OperatorNode
 from augkit.kinds import GENERIC, Kind
-from augkit.operators.base import IterationNotes, OperatorImpl, RunContext, finish
+from augkit.operators.base import IterationNotes, OperatorImpl, RunContext
 from augkit.random import operator_seed
 from augkit.tensors import TensorList
 
@@ -123,36 +124,24 @@ class _BatchArgs:
 
     def __init__(self) -> None:
         self.ready = threading.Event()
-        self.value: dict[str, Any] | None = None  # None once ready: it could not be worked out
-        self.args: dict[str, Any] = {}  # the node's constant arguments with them
-
-
-class _Sources:
-    """Stands for an input batch in ``OperatorImpl.fail``, which reads only its sources."""
-
-    def __init__(self, source_info: Sequence[str]) -> None:
-        self._source_info = source_info
+        self.failed = False  # they could not be worked out: the node fails before any sample
 
 
 @dataclass
 class _Link:
-    """One node of a chain, prepared once per run: where its inputs are (a slot of the
-    sample's own values, or an outside batch's samples), its kernel, and the slots its outputs
-    go to and the slots it is the last to read."""
+    """One node of a chain, prepared once per run: its call (``augkit.calls.SampleCall``),
+    where its inputs are (a slot of the sample's own values, or an outside batch's samples),
+    and the slots its outputs go to and the slots it is the last to read."""
 
     node: OperatorNode
-    impl: Any
-    kernel: Callable[..., Any]
+    call: SampleCall
     inputs: list[tuple[int, Sequence[Any] | None]]  # (slot, None) or (-1, outside samples)
-    layouts: list[str]
     outputs: list[int]
     drops: list[int]
-    arg_batches: dict[str, TensorList]
-    stream: Any
 
 
 class _Chain:
-    """One run of ``Engine.run_chain``."""
+    """One run of ``Engine.run_chain``: a list of calls, run sample by sample."""
 
     def __init__(
         self,
@@ -197,20 +186,25 @@ class _Chain:
         self.links = []
         for position, node in enumerate(nodes):
             impl: Any = impls[node.id]
+            call = SampleCall(
+                impl,
+                getattr(impl, impl.device),
+                n,
+                {k: values[d] for k, d in node.arg_nodes.items()},
+                [self.layout[d] for d in node.inputs],
+                self.sources[node.inputs[0]],
+                ctx.streams(impl.stream_key, n) if getattr(impl, "random", False) else None,
+            )
             self.links.append(
                 _Link(
                     node,
-                    impl,
-                    getattr(impl, impl.device),
+                    call,
                     [
                         (self.slot[d], None) if d in self.slot else (-1, values[d]._samples)
                         for d in node.inputs
                     ],
-                    [self.layout[d] for d in node.inputs],
                     [self.slot[d] for d in node.outputs],
                     [self.slot[d] for d, p in last_reader.items() if p == position],
-                    {k: values[d] for k, d in node.arg_nodes.items()},
-                    ctx.streams(impl.stream_key, n) if getattr(impl, "random", False) else None,
                 )
             )
         self.failures: list[_Failure] = []
@@ -223,12 +217,12 @@ class _Chain:
         holder = self.batch_args[position]
         link = self.links[position]
         try:
-            value = link.impl.batch_args(inputs)
-            holder.value = value
-            holder.args = {**link.impl.args, **value} if value else link.impl.args
+            link.call.set_batch_args(link.call.impl.batch_args(inputs))
         except AugkitError as exc:
+            holder.failed = True
             self.failures.append(_Failure(position, -1, exc))
         except Exception as exc:
+            holder.failed = True
             error = OperatorError(f"{type(exc).__name__}: {exc}", operator=link.node.name)
             error.__cause__ = exc
             self.failures.append(_Failure(position, -1, error))
@@ -240,7 +234,9 @@ class _Chain:
         finally:
             if i == 0:  # sample 0 stopped early: nodes after it cannot know their batch_args
                 for holder in self.batch_args:
-                    holder.ready.set()
+                    if not holder.ready.is_set():
+                        holder.failed = True
+                        holder.ready.set()
 
     def _samples_of(self, i: int) -> tuple[list[Any], list[float]]:
         local: list[Any] = [None] * len(self.slot)
@@ -251,39 +247,20 @@ class _Chain:
             holder = self.batch_args[position]
             if i == 0 and not holder.ready.is_set():
                 shells = [
-                    TensorList([s], layout) for s, layout in zip(samples, link.layouts, strict=True)
+                    TensorList([s], layout)
+                    for s, layout in zip(samples, link.call.layouts, strict=True)
                 ]
                 self._work_out(position, shells)
             holder.ready.wait()
-            if holder.value is None:  # it failed: so does this node, before any sample
+            if holder.failed:  # so does this node, before any sample
                 return local, durations
-            impl = link.impl
             try:
-                if link.arg_batches:
-                    args = impl.sample_args(link.arg_batches, i)
-                    if holder.value:
-                        args = {**args, **holder.value}
-                else:
-                    args = holder.args
-                for k, sample in enumerate(samples):
-                    impl.check_input(k, sample, link.layouts[k])
-                if link.stream is not None:
-                    args = {**args, "rng": link.stream.generator(i)}
-                out = link.kernel(*samples, **args)
+                out = link.call(i, samples)
             except AugkitError as exc:
                 self.failures.append(_Failure(position, i, exc))
                 return local, durations
-            except Exception as exc:
-                sources = [_Sources(self.sources[link.node.inputs[0]])]
-                error = impl.fail(f"{type(exc).__name__}: {exc}", i, sources)
-                error.__cause__ = exc
-                self.failures.append(_Failure(position, i, error))
-                return local, durations
-            if isinstance(out, tuple):
-                for slot, sample in zip(link.outputs, out, strict=True):
-                    local[slot] = finish(sample)
-            else:
-                local[link.outputs[0]] = finish(out)
+            for slot, sample in zip(link.outputs, out, strict=True):
+                local[slot] = sample
             for slot in link.drops:
                 local[slot] = None
             durations.append(time.perf_counter() - start)
@@ -297,7 +274,7 @@ class _Chain:
         made: dict[DataNode, TensorList] = {}
         threads = max(1, min(self.engine.num_threads, self.n))
         for position, link in enumerate(self.links):
-            node, impl = link.node, link.impl
+            node, impl = link.node, link.call.impl
             node_kinds = self.kinds.get(node.id, [])
             for k, data in enumerate(node.outputs):
                 if data in self.transient:

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from augkit import backend
-from augkit.errors import ArgumentError, AugkitError, OperatorError, SkippedSample
+from augkit.calls import SampleCall, finish, overlay_args
+from augkit.errors import AugkitError, OperatorError, SkippedSample
 from augkit.operators.registry import OperatorSchema
 from augkit.random import SampleStreams, sample_streams, stream_key
 from augkit.tensors import TensorList
@@ -173,22 +173,9 @@ class OperatorImpl:
         return self.name
 
     def sample_args(self, arg_inputs: dict[str, TensorList], index: int) -> dict[str, Any]:
-        """The constant arguments, overlaid with sample ``index`` of each argument input."""
-        if not arg_inputs:
-            return self.args
-        args = dict(self.args)
-        for key, batch in arg_inputs.items():
-            value = batch._samples[index]
-            try:
-                args[key] = self.schema.arguments[key].check(backend.to_cpu(value), self.label())
-            except ArgumentError as exc:
-                raise OperatorError(
-                    str(exc),
-                    operator=self.label(),
-                    sample_index=index,
-                    source_info=batch._source_info[index],
-                ) from None
-        return args
+        """The constant arguments, overlaid with sample ``index`` of each argument input
+        (``augkit.calls.overlay_args``)."""
+        return overlay_args(self, arg_inputs, index)
 
     def empty_dtype(self, index: int) -> Any:
         """The dtype of output ``index`` when the batch is empty (no sample to take it from):
@@ -199,18 +186,6 @@ class OperatorImpl:
     def fail(self, message: str, index: int | None, inputs: Sequence[TensorList]) -> OperatorError:
         source = inputs[0]._source_info[index] if inputs and index is not None else ""
         return OperatorError(message, operator=self.label(), sample_index=index, source_info=source)
-
-
-def finish(array: Any) -> Any:
-    """An output sample as the graph keeps it: contiguous and, on the CPU, read-only."""
-    if isinstance(array, np.ndarray):
-        if not array.flags.c_contiguous:
-            array = np.ascontiguousarray(array)
-        if array.flags.writeable:
-            # A view, so that an array the kernel (or user function) still holds stays writable.
-            array = array.view()
-            array.flags.writeable = False
-    return array
 
 
 def dense_batch(inputs: Sequence[TensorList]) -> Any:
@@ -264,29 +239,10 @@ class SampleOperator(OperatorImpl):
                 raise self.fail(f"{type(exc).__name__}: {exc}", None, inputs) from exc
             if outs is not None:
                 return outs
-        n = len(inputs[0]) if inputs else ctx.batch_size
-        kernel = getattr(self, self.device)
-        per_batch = self.batch_args(inputs) if n else {}
-        streams = ctx.streams(self.stream_key, n) if self.random else None
-
-        def one(i: int) -> tuple[Any, ...]:
-            args = self.sample_args(arg_inputs, i)
-            if per_batch:
-                args = {**args, **per_batch}
-            samples = [x._samples[i] for x in inputs]
-            try:
-                for k, (sample, batch) in enumerate(zip(samples, inputs, strict=True)):
-                    self.check_input(k, sample, batch.layout())
-                if streams is not None:
-                    args = {**args, "rng": streams.generator(i)}
-                out = kernel(*samples, **args)
-            except AugkitError:
-                raise
-            except Exception as exc:
-                raise self.fail(f"{type(exc).__name__}: {exc}", i, inputs) from exc
-            return out if isinstance(out, tuple) else (out,)
-
-        return self.outputs_of(ctx.map(one, n), inputs)
+        call = SampleCall.of(self, ctx, inputs, arg_inputs)
+        return self.outputs_of(
+            ctx.map(lambda i: call(i, [x._samples[i] for x in inputs]), call.n), inputs
+        )
 
     def outputs_of(
         self, results: list[tuple[Any, ...]], inputs: list[TensorList]
