@@ -1,6 +1,8 @@
-"""``random.normal``, ``random.beta`` and ``random.choice`` (augkit/operators/random_more.py):
-distributions (moments, Kolmogorov-Smirnov against scipy.stats), ranges, output types and
-shapes as DALI gives them, determinism for a seed, per-sample independence, and bad arguments.
+"""The random family (augkit/operators/random/): ``random.normal``, ``random.beta`` and
+``random.choice``'s distributions (moments, Kolmogorov-Smirnov against scipy.stats), ranges,
+output types and shapes as DALI gives them, determinism for a seed, per-sample independence,
+and bad arguments; ``random.uniform`` and ``random.coin_flip``'s per-sample arguments and
+uniform's documented formula.
 """
 
 from __future__ import annotations
@@ -322,10 +324,10 @@ def test_beta_with_tiny_parameters_stays_in_range() -> None:
 def test_beta_falls_back_to_a_generator_where_no_candidate_is_accepted(monkeypatch) -> None:
     import functools
 
-    from augkit.operators import random_more
+    from augkit.operators.random import beta
 
-    draws = random_more._log_gamma_draws
-    monkeypatch.setattr(random_more, "_log_gamma_draws", functools.partial(draws, rounds=1))
+    draws = beta._log_gamma_draws
+    monkeypatch.setattr(beta, "_log_gamma_draws", functools.partial(draws, rounds=1))
     values = _pooled(lambda: fn.random.beta(alpha=1.0, beta=1.0, shape=[40]))  # ~10% fall back
     assert stats.kstest(values, "uniform").pvalue > 1e-3
     again = _pooled(lambda: fn.random.beta(alpha=1.0, beta=1.0, shape=[40]))
