@@ -15,11 +15,9 @@ from PIL import Image, ImageDraw
 
 from augkit import fn, kinds, ops, pipeline_def
 from augkit.errors import ArgumentError, OperatorError, SkippedSampleWarning
-from augkit.operators.readers.coco import (
+from augkit.operators.readers.coco import _Image, _image_mask, _read_bytes
+from augkit.operators.readers.coco_masks import (
     _fill,
-    _Image,
-    _image_mask,
-    _read_bytes,
     merge_labels,
     rle_decode,
     rle_encode,
@@ -227,7 +225,7 @@ def _eroded(m: np.ndarray) -> np.ndarray:
 
 def test_a_labels_rle_and_polygons_are_united(tmp_path):
     """DALI drops a crowd RLE of a label that also has polygons in the image; augkit unites
-    them (module docstring)."""
+    them (augkit/operators/readers/coco.py's docstring)."""
     doc = modified()
     block = np.zeros((40, 50), bool)
     block[2:7, 40:48] = True
@@ -588,10 +586,10 @@ def test_dalis_loader_tuning_arguments_are_accepted_and_change_nothing(compat):
 
 
 # --- the fast rasteriser against the step-by-step one ----------------------------------------
-# The reader makes masks from polygon boundary points and run segments (module docstring);
-# these are the implementations it replaced, kept as references: rleFrPoly point by point
-# (every point of every edge made), the RLE counts decoded to a boolean mask per polygon, and
-# DALI's run-merging loop over the counts.
+# The reader makes masks from polygon boundary points and run segments (the docstring of
+# augkit/operators/readers/coco_masks.py); these are the implementations it replaced, kept as
+# references: rleFrPoly point by point (every point of every edge made), the RLE counts decoded
+# to a boolean mask per polygon, and DALI's run-merging loop over the counts.
 
 
 def ref_rle_from_polygon(xy: np.ndarray, height: int, width: int) -> list[int]:
