@@ -124,7 +124,10 @@ def from_dlpack(obj: Any, device: str) -> Any:
     if type(obj).__name__ == "PyCapsule":
         obj = DLPackCapsule(obj, (_DL_CUDA, 0) if device == "gpu" else (_DL_CPU, 0))
     if device == "gpu":
-        return _cupy().from_dlpack(obj)
+        cupy = _cupy()
+        if cupy is None:
+            raise RuntimeError(gpu_unavailable_reason())
+        return cupy.from_dlpack(obj)
     return np.from_dlpack(obj)
 
 

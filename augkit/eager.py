@@ -153,6 +153,7 @@ def call(schema: OperatorSchema, *inputs: Any, batch_size: int | None = None, **
     size = len(sized[0]) if sized else (batch_size or 1)
     session = _session(size, state.iteration if state is not None else 0)
     try:
+        # a DebugSession stands for the node list: tracing appends to it
         with tracing(session):  # type: ignore[arg-type]
             nodes = [b if _python_constant(b) else session.constant(b) for b in batches]
             for key, value in kwargs.items():
@@ -191,6 +192,7 @@ class ReaderIterable:
         try:
             while True:
                 session.begin(iteration, partial=True)
+                # a DebugSession stands for the node list: tracing appends to it
                 with tracing(session):  # type: ignore[arg-type]
                     outputs = cls(**kwargs)()
                 reader = next(iter(session.readers().values()))

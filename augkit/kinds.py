@@ -133,33 +133,33 @@ def _relative(relative: bool | None) -> str:
     return "relative" if relative else "absolute"
 
 
-IMAGE = Kind("image")
-MASK = Kind("mask")
-BOXES = Kind("boxes", "ltrb", True)  # DALI's default box encoding: relative ltrb
-KEYPOINTS = Kind("keypoints", relative=True)
-POLYGONS = Kind("polygons")
-VERTICES = Kind("vertices")
-LABELS = Kind("labels")
-ENCODED = Kind("encoded")
-GENERIC = Kind("generic")
+IMAGE = Kind(KindName.IMAGE)
+MASK = Kind(KindName.MASK)
+BOXES = Kind(KindName.BOXES, "ltrb", True)  # DALI's default box encoding: relative ltrb
+KEYPOINTS = Kind(KindName.KEYPOINTS, relative=True)
+POLYGONS = Kind(KindName.POLYGONS)
+VERTICES = Kind(KindName.VERTICES)
+LABELS = Kind(KindName.LABELS)
+ENCODED = Kind(KindName.ENCODED)
+GENERIC = Kind(KindName.GENERIC)
 
 _PLAIN = {k.name: k for k in (IMAGE, MASK, POLYGONS, VERTICES, LABELS, ENCODED, GENERIC)}
 
 
 def boxes(box_format: str = "ltrb", relative: bool = True) -> Kind:
     """The kind of boxes in ``box_format`` ("ltrb" or "xywh"), relative or absolute."""
-    return Kind("boxes", box_format, relative)
+    return Kind(KindName.BOXES, box_format, relative)
 
 
 def keypoints(relative: bool = True) -> Kind:
     """The kind of (x, y) keypoints, relative or absolute."""
-    return Kind("keypoints", relative=relative)
+    return Kind(KindName.KEYPOINTS, relative=relative)
 
 
 def vertices(relative: bool = False) -> Kind:
     """The kind of polygon vertices (x, y), relative (``readers.coco(ratio=True)``) or
     absolute; ``VERTICES`` says neither (a user's data: moved as absolute pixels)."""
-    return Kind("vertices", relative=relative)
+    return Kind(KindName.VERTICES, relative=relative)
 
 
 def parse(value: Any) -> Kind:

@@ -45,7 +45,7 @@ import secrets
 import sys
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -302,7 +302,8 @@ def global_rng_fingerprint() -> dict[str, Any]:
     """A value that changes whenever ``random``, ``numpy.random`` or torch's CPU generator
     draws a number (cheap: tens of microseconds). Compare two with ``drew_between``: torch
     counts only once it is fully imported."""
-    np_state = np.random.get_state()
+    # the default (legacy) form, a tuple; NumPy's stubs take get_state() for the dict form
+    np_state = cast("tuple[Any, ...]", np.random.get_state())
     fingerprint: dict[str, Any] = {
         "random": random.getstate(),
         "numpy": (np_state[1].tobytes(), np_state[2:]),

@@ -22,7 +22,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -158,6 +158,12 @@ class TensorList:
 
     def __iter__(self) -> Iterator[Tensor]:
         return (self[i] for i in range(len(self._samples)))
+
+    @overload
+    def __getitem__(self, index: int) -> Tensor: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> TensorList: ...
 
     def __getitem__(self, index: int | slice) -> Tensor | TensorList:
         if isinstance(index, slice):

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -293,7 +294,7 @@ class ScalarConstant:
     def float64(self) -> ScalarConstant:
         return self._cast(FLOAT64)
 
-    def __bool__(self) -> bool:
+    def __bool__(self) -> builtins.bool:  # `bool` here is the method above
         if self.dtype in _INT_TYPES or self.dtype == BOOL:
             return bool(self.value)
         raise TypeError(f"convert the {self.dtype.name} ScalarConstant to bool or int first")

@@ -410,6 +410,7 @@ def _reduce_lock(lock: Any) -> tuple[Any, ...]:
 
 def _reduce_condition(condition: threading.Condition) -> tuple[Any, ...]:
     # its lock (fresh, and shared with whatever else uses it), none of the parent's waiters
+    # `_lock` is CPython's private attribute, absent from typeshed
     return threading.Condition, (condition._lock,)  # type: ignore[attr-defined]
 
 
@@ -540,8 +541,9 @@ def _failure(exc: BaseException, tb: Any) -> tuple[bool, bytes | None, str, str]
     """The reply entry for an exception: (False, pickled exception or None, traceback, text)."""
     text = "".join(traceback.format_exception(type(exc), exc, tb))
     summary = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    data: bytes | None
     try:
-        data: bytes | None = cloudpickle.dumps(exc, protocol=_PROTOCOL)
+        data = cloudpickle.dumps(exc, protocol=_PROTOCOL)
         pickle.loads(data)  # exceptions with custom __init__ often pickle but do not load
     except BaseException:
         data = None
@@ -594,6 +596,7 @@ class _WorkerLoop:
             try:
                 result = fn(_unpack(template, buffer, copy=False), extra)
             except BaseException as exc:
+                # a caught exception has a traceback (its frame here, then the call's)
                 outcomes.append(_failure(exc, exc.__traceback__.tb_next))  # type: ignore[union-attr]
             else:
                 outcomes.append((True, result))
@@ -853,7 +856,8 @@ def _start_workers(state: _PoolState, slots: list[_Slot], method: str) -> None:
                 close_in_child.append(parent_conn)
                 for other in state.slots:
                     close_in_child += [x for x in (other.conn, other.input, other.output) if x]
-            process = context.Process(
+            # typeshed types get_context(str) as BaseContext, without Process; every real one has it
+            process = context.Process(  # type: ignore[attr-defined]
                 target=_worker_main,
                 args=(
                     child_conn,
