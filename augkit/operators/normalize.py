@@ -46,7 +46,7 @@ statistic whose error shifts a whole sample), then the float32 sum of squares ab
 mean. They stay on the device (``xp.where``/``xp.sqrt`` for ``inv``); results differ from the
 CPU's within the largest difference the CPU itself has to DALI (2e-6) and twice its mean one
 (GPU to CPU <= GPU to DALI + DALI to CPU; tests/dali_parity/cases_color_convert.py,
-tests/operators/test_gpu_more.py).
+tests/operators/test_gpu_slice_normalize_paste.py).
 """
 
 from __future__ import annotations
