@@ -32,7 +32,7 @@ ifeq ($(shell id -u),0)
 LAB_FLAGS = --allow-root
 endif
 
-.PHONY: venv lock test-tools test lint format demo lab bench bench-ops dali-venv dali-reference dali-parity clean distclean
+.PHONY: venv lock test-tools test lint typecheck format demo lab bench bench-ops dali-venv dali-reference dali-parity clean distclean
 
 # The Python venv: all `make demo` and `make lab` need.
 venv: $(STAMP)
@@ -88,12 +88,17 @@ lint: venv
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)
 
+# mypy over augkit/ (pyproject.toml's [tool.mypy]: which modules it reports on, and why in
+# docs/architecture.md, "Type checking"). Its cache, .mypy_cache, makes a rerun take a second.
+typecheck: venv
+	$(BIN)/mypy
+
 # The docstrings' examples of augkit/ run too (--doctest-modules); paths given here replace
 # pyproject's testpaths, so tests/ is named.
 # Then the GPU path once more, on tests/fake_cupy (CuPy's rules on NumPy, no device needed): the
 # gpu-marked tests of the files that have them, less those marked cuda (tests/conftest.py).
 GPU_TEST_FILES = $(shell grep -rl "pytest.mark.gpu" tests --include='*.py')
-test: lint test-tools
+test: lint typecheck test-tools
 	$(BIN)/python -m pytest --doctest-modules augkit tests $(if $(NOTEBOOKS),--nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(NOTEBOOKS))
 	AUGKIT_FAKE_GPU=1 $(BIN)/python -m pytest -m gpu -q $(GPU_TEST_FILES)
 
@@ -145,7 +150,7 @@ bench-ops: venv
 	$(BIN)/python -m benchmarks --only operators
 
 clean:
-	rm -rf out build dist .pytest_cache .ruff_cache .hypothesis benchmarks/_work
+	rm -rf out build dist .pytest_cache .ruff_cache .mypy_cache .hypothesis benchmarks/_work
 	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name '*.egg-info' -o -name .ipynb_checkpoints \) -prune -exec rm -rf {} +
 
 distclean: clean
