@@ -59,12 +59,14 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 import io
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -78,7 +80,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from PIL import Image
 
-__all__ = ["image_grid", "image_grid_png", "render_grid", "show_images"]
+__all__ = ["GridOptions", "image_grid", "image_grid_png", "render", "render_grid", "show_images"]
 
 _PAD = 4  # pixels between tiles, in both renderers
 _TITLE_POINTS = 8  # matplotlib titles' font size
@@ -86,25 +88,83 @@ _TITLE_BAND = 20  # pixels above each matplotlib tile for its title (at the figu
 # matplotlib's built-in backends that draw to files only: plt.show() shows nothing with them.
 _FILE_BACKENDS = frozenset({"agg", "cairo", "pdf", "pgf", "ps", "svg", "template"})
 
+# ``fit(pixels, tile, position)``: the photo of tile ``position`` fitted to a ``tile`` square.
+Fit = Callable[[np.ndarray, int, int], "Image.Image"]
+_R = TypeVar("_R")
 
-def render_grid(
-    *batches: Any,
-    columns: int | None = None,
-    titles: Sequence[str] | None = None,
-    labels: Any = None,
-    boxes: Any = None,
-    masks: Any = None,
-    keypoints: Any = None,
-    polygons: Any = None,
-    vertices: Any = None,
-    class_names: Mapping[int, str] | Sequence[str] | None = None,
-    mask_alpha: float = 0.45,
-    box_format: str | None = None,
-    max_samples: int | None = 16,
-    layout: str | None = None,
-    tile: int = 256,
-) -> Image.Image:
+
+@dataclasses.dataclass(frozen=True)
+class GridOptions:
+    """How a grid is drawn: the keywords of ``render_grid``, ``image_grid_png``,
+    ``image_grid`` and ``show_images`` (each documented at ``render_grid``), defined once.
+    Those functions build one from their keywords; ``render(batches, options)`` takes it
+    whole (what the viewer calls). ``figsize`` is the matplotlib functions' own.
+
+    Example:
+        >>> import dataclasses
+        >>> options = GridOptions(columns=2, tile=64)
+        >>> dataclasses.replace(options, tile=128).tile, options.max_samples
+        (128, 16)
+    """
+
+    columns: int | None = None
+    titles: Sequence[str] | None = None
+    labels: Any = None
+    boxes: Any = None
+    masks: Any = None
+    keypoints: Any = None
+    polygons: Any = None
+    vertices: Any = None
+    class_names: Mapping[int, str] | Sequence[str] | None = None
+    mask_alpha: float = 0.45
+    box_format: str | None = None
+    max_samples: int | None = 16
+    layout: str | None = None
+    tile: int = 256
+    figsize: tuple[float, float] | None = None
+
+
+def _grid_keywords(
+    *, figsize: bool
+) -> Callable[[Callable[[Sequence[Any], GridOptions], _R]], Callable[..., _R]]:
+    """Turn ``function(batches, options)`` into the public ``function(*batches, columns=...,
+    ...)``: the fields of ``GridOptions`` as its keywords (``figsize`` only where
+    ``figsize``), with the signature ``help()`` and IPython show, built into one
+    ``GridOptions`` here and nowhere else."""
+    fields = [f for f in dataclasses.fields(GridOptions) if figsize or f.name != "figsize"]
+    names = {f.name for f in fields}
+
+    def decorate(function: Callable[[Sequence[Any], GridOptions], _R]) -> Callable[..., _R]:
+        @functools.wraps(function)
+        def with_keywords(*batches: Any, **keywords: Any) -> _R:
+            for name in keywords:
+                if name not in names:
+                    raise TypeError(
+                        f"{function.__name__}() got an unexpected keyword argument {name!r}"
+                    )
+            return function(batches, GridOptions(**keywords))
+
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        with_keywords.__signature__ = inspect.Signature(
+            [
+                inspect.Parameter("batches", inspect.Parameter.VAR_POSITIONAL, annotation="Any"),
+                *(
+                    inspect.Parameter(f.name, keyword, default=f.default, annotation=f.type)
+                    for f in fields
+                ),
+            ],
+            return_annotation=inspect.signature(function).return_annotation,
+        )
+        return with_keywords
+
+    return decorate
+
+
+@_grid_keywords(figsize=False)
+def render_grid(batches: Sequence[Any], options: GridOptions) -> Image.Image:
     """The grid as one RGB Pillow picture, with no matplotlib (Pillow's default font).
+    Called as ``render_grid(*batches, columns=..., ...)``: its keywords are the fields of
+    ``GridOptions``, but for ``figsize``.
 
     Args:
         *batches: one or more batches: a TensorList, a debug-mode node (``node.get()``), a
@@ -151,46 +211,25 @@ def render_grid(
         >>> render_grid(batch, tile=128).size
         (532, 532)
     """
-    targets = _Targets(boxes, masks, keypoints, polygons, vertices, class_names, mask_alpha)
-    targets = targets._replace(box_format=box_format)
-    return _render(batches, columns, titles, labels, max_samples, layout, targets, tile)
+    return render(batches, options)
 
 
-def _render(
-    batches: Sequence[Any],
-    columns: int | None,
-    titles: Sequence[str] | None,
-    labels: Any,
-    max_samples: int | None,
-    layout: str | None,
-    targets: _Targets,
-    tile: int,
-    fit: Callable[[np.ndarray, int, int], Image.Image] | None = None,
-) -> Image.Image:
-    """``render_grid``, with ``fit`` (see ``_panels``): what the viewer calls."""
-    images, captions, default_columns = _panels(
-        batches, titles, labels, max_samples, layout, targets, tile, fit
-    )
-    return grid.render_tiles(images, captions, columns or default_columns, tile, _PAD)
+def render(batches: Sequence[Any], options: GridOptions, fit: Fit | None = None) -> Image.Image:
+    """``render_grid(*batches, ...)`` with its keywords as one ``GridOptions``. ``fit``, when
+    given, fits each tile's photo instead of ``grid.fit``: the viewer keeps the photos it
+    fitted, to redraw overlays without fitting them again.
+
+    Example:
+        >>> import numpy as np
+        >>> render([np.zeros((4, 8, 8), np.uint8)], GridOptions(columns=2, tile=32)).size
+        (76, 76)
+    """
+    images, captions, columns = _panels(batches, options, fit)
+    return grid.render_tiles(images, captions, columns, options.tile, _PAD)
 
 
-def image_grid_png(
-    *batches: Any,
-    columns: int | None = None,
-    titles: Sequence[str] | None = None,
-    labels: Any = None,
-    boxes: Any = None,
-    masks: Any = None,
-    keypoints: Any = None,
-    polygons: Any = None,
-    vertices: Any = None,
-    class_names: Mapping[int, str] | Sequence[str] | None = None,
-    mask_alpha: float = 0.45,
-    box_format: str | None = None,
-    max_samples: int | None = 16,
-    layout: str | None = None,
-    tile: int = 256,
-) -> bytes:
+@_grid_keywords(figsize=False)
+def image_grid_png(batches: Sequence[Any], options: GridOptions) -> bytes:
     """``render_grid(...)`` as PNG bytes: what a viewer widget displays
     (``ipywidgets.Image(value=image_grid_png(batch))``). Same arguments as ``render_grid``.
 
@@ -200,44 +239,11 @@ def image_grid_png(
         >>> png[:4]
         b'\\x89PNG'
     """
-    picture = render_grid(
-        *batches,
-        columns=columns,
-        titles=titles,
-        labels=labels,
-        boxes=boxes,
-        masks=masks,
-        keypoints=keypoints,
-        polygons=polygons,
-        vertices=vertices,
-        class_names=class_names,
-        mask_alpha=mask_alpha,
-        box_format=box_format,
-        max_samples=max_samples,
-        layout=layout,
-        tile=tile,
-    )
-    return grid.to_png(picture)
+    return grid.to_png(render(batches, options))
 
 
-def image_grid(
-    *batches: Any,
-    columns: int | None = None,
-    titles: Sequence[str] | None = None,
-    labels: Any = None,
-    boxes: Any = None,
-    masks: Any = None,
-    keypoints: Any = None,
-    polygons: Any = None,
-    vertices: Any = None,
-    class_names: Mapping[int, str] | Sequence[str] | None = None,
-    mask_alpha: float = 0.45,
-    box_format: str | None = None,
-    max_samples: int | None = 16,
-    layout: str | None = None,
-    tile: int = 256,
-    figsize: tuple[float, float] | None = None,
-) -> Figure:
+@_grid_keywords(figsize=True)
+def image_grid(batches: Sequence[Any], options: GridOptions) -> Figure:
     """The grid as a matplotlib Figure, one axes per image; not shown, not registered with
     pyplot (nothing to close). In a notebook, a cell ending with it displays it.
 
@@ -254,36 +260,12 @@ def image_grid(
         (6, [2.68, 4.0])
         >>> fig.savefig("before_after.png")  # doctest: +SKIP
     """
-    images, captions, default_columns = _panels(
-        batches,
-        titles,
-        labels,
-        max_samples,
-        layout,
-        _Targets(boxes, masks, keypoints, polygons, vertices, class_names, mask_alpha, box_format),
-        tile,
-    )
-    return _figure(images, captions, columns or default_columns, tile, figsize)
+    images, captions, columns = _panels(batches, options)
+    return _figure(images, captions, columns, options.tile, options.figsize)
 
 
-def show_images(
-    *batches: Any,
-    columns: int | None = None,
-    titles: Sequence[str] | None = None,
-    labels: Any = None,
-    boxes: Any = None,
-    masks: Any = None,
-    keypoints: Any = None,
-    polygons: Any = None,
-    vertices: Any = None,
-    class_names: Mapping[int, str] | Sequence[str] | None = None,
-    mask_alpha: float = 0.45,
-    box_format: str | None = None,
-    max_samples: int | None = 16,
-    layout: str | None = None,
-    tile: int = 256,
-    figsize: tuple[float, float] | None = None,
-) -> Figure:
+@_grid_keywords(figsize=True)
+def show_images(batches: Sequence[Any], options: GridOptions) -> Figure:
     """Draw the grid of ``image_grid(...)`` (same arguments) and show it, as ``plt.show()``
     would; return the figure.
 
@@ -306,16 +288,8 @@ def show_images(
         >>> images, resized, labels = p.run()  # doctest: +SKIP
         >>> show_images(images, resized, labels=labels)  # doctest: +SKIP
     """
-    images, captions, default_columns = _panels(
-        batches,
-        titles,
-        labels,
-        max_samples,
-        layout,
-        _Targets(boxes, masks, keypoints, polygons, vertices, class_names, mask_alpha, box_format),
-        tile,
-    )
-    columns = columns or default_columns
+    images, captions, columns = _panels(batches, options)
+    tile, figsize = options.tile, options.figsize
     chosen = _chosen_backend()
     if chosen is None:
         return _figure(images, captions, columns, tile, figsize)
@@ -334,19 +308,6 @@ class _Batch(NamedTuple):
     layout: str  # "" when unknown
     sources: list[str]
     kind: Kind = GENERIC
-
-
-class _Targets(NamedTuple):
-    """The overlay keywords of a call (``None``: not given)."""
-
-    boxes: Any = None
-    masks: Any = None
-    keypoints: Any = None
-    polygons: Any = None
-    vertices: Any = None
-    class_names: Mapping[int, str] | Sequence[str] | None = None
-    mask_alpha: float = 0.45
-    box_format: str | None = None
 
 
 # The kinds taken as the overlays (or per-box labels) of the image batch before them.
@@ -414,29 +375,22 @@ def _fits(mask: _Batch, columns: list[_Column]) -> bool:
 
 
 def _panels(
-    batches: Sequence[Any],
-    titles: Sequence[str] | None,
-    labels: Any,
-    max_samples: int | None,
-    layout: str | None,
-    targets: _Targets | None = None,
-    tile: int = 256,
-    fit: Callable[[np.ndarray, int, int], Image.Image] | None = None,
+    batches: Sequence[Any], options: GridOptions, fit: Fit | None = None
 ) -> tuple[list[np.ndarray], list[str], int]:
-    """``(pixels per tile, title per tile, default columns)``, tiles in drawing order; a tile
-    with overlays is already fitted to ``tile`` and drawn on. ``fit(pixels, tile, position)``:
-    fits every tile instead of ``grid.fit`` (the viewer's cache of fitted tiles, which lets
-    it redraw overlays without fitting the photos again)."""
+    """``(pixels per tile, title per tile, columns)``, tiles in drawing order; a tile with
+    overlays is already fitted to ``options.tile`` and drawn on. ``fit(pixels, tile,
+    position)``: fits every tile instead of ``grid.fit`` (the viewer's cache of fitted tiles,
+    which lets it redraw overlays without fitting the photos again)."""
     if not batches:
         raise TypeError("give at least one batch of images to show")
-    loaded = [_as_batch(b, layout) for b in batches]
+    loaded = [_as_batch(b, options.layout) for b in batches]
     sizes = [len(b.samples) for b in loaded]
     if len(set(sizes)) > 1:
         raise ValueError(f"batches laid side by side need the same number of samples, got {sizes}")
-    targets = targets or _Targets()
     columns = _columns(loaded)
-    count = sizes[0] if max_samples is None else min(sizes[0], max_samples)
-    _adopt_keywords(columns[0], targets, count)
+    count = sizes[0] if options.max_samples is None else min(sizes[0], options.max_samples)
+    _adopt_keywords(columns[0], options, count)
+    labels = options.labels
     keyword_labels = _label_values(labels, count, "labels=") if labels is not None else None
     images, defaults, ranges = [], [], []
     for i in range(count):
@@ -452,20 +406,20 @@ def _panels(
                     f"none of size 0; pass layout= if the guess from the shape is wrong)"
                 )
             pixels, value_range = grid.to_display(sample, sample_layout, batch.kind)
-            overlay, title_label = _overlay(column, i, keyword_labels, targets)
+            overlay, title_label = _overlay(column, i, keyword_labels, options)
             if fit is not None:
-                fitted = fit(pixels, tile, len(images))
+                fitted = fit(pixels, options.tile, len(images))
                 size = (pixels.shape[1], pixels.shape[0])
-                pixels = _drawn(fitted.copy(), size, overlay, column, i, targets)
+                pixels = _drawn(fitted.copy(), size, overlay, column, i, options)
             elif overlay:
                 size = (pixels.shape[1], pixels.shape[0])
-                pixels = _drawn(grid.fit(pixels, tile), size, overlay, column, i, targets)
+                pixels = _drawn(grid.fit(pixels, options.tile), size, overlay, column, i, options)
             images.append(pixels)
             ranges.append(value_range)
-            label = "" if title_label is None else _title_label(title_label, targets.class_names)
+            label = "" if title_label is None else _title_label(title_label, options.class_names)
             defaults.append(" · ".join(t for t in (batch.sources[i], label) if t))
-    if titles is not None:
-        titles = list(titles)
+    if options.titles is not None:
+        titles = list(options.titles)
         if len(titles) < len(images):
             raise ValueError(
                 f"titles has {len(titles)} entries for {len(images)} images (one per image, "
@@ -473,18 +427,19 @@ def _panels(
             )
         defaults = titles[: len(images)]
     captions = [grid.caption(text, r) for text, r in zip(defaults, ranges, strict=True)]
-    return images, captions, len(columns) if len(columns) > 1 else max(1, min(count, 4))
+    default_columns = len(columns) if len(columns) > 1 else max(1, min(count, 4))
+    return images, captions, options.columns or default_columns
 
 
-def _adopt_keywords(column: _Column, targets: _Targets, count: int) -> None:
+def _adopt_keywords(column: _Column, options: GridOptions, count: int) -> None:
     """The overlay keywords go with the first image batch, in place of a positional batch of
     the same kind (explicit keywords win)."""
     for name, value in (
-        ("boxes", targets.boxes),
-        ("mask", targets.masks),
-        ("keypoints", targets.keypoints),
-        ("polygons", targets.polygons),
-        ("vertices", targets.vertices),
+        ("boxes", options.boxes),
+        ("mask", options.masks),
+        ("keypoints", options.keypoints),
+        ("polygons", options.polygons),
+        ("vertices", options.vertices),
     ):
         if value is None:
             continue
@@ -498,7 +453,7 @@ def _adopt_keywords(column: _Column, targets: _Targets, count: int) -> None:
 
 
 def _overlay(
-    column: _Column, i: int, keyword_labels: list[np.ndarray] | None, targets: _Targets
+    column: _Column, i: int, keyword_labels: list[np.ndarray] | None, options: GridOptions
 ) -> tuple[overlays.Overlay, np.ndarray | None]:
     """The overlay of sample ``i`` of ``column``, and the label for its title (``None``: no
     label in the title: none given, or one per box)."""
@@ -510,7 +465,7 @@ def _overlay(
         if kind.name == "boxes":
             overlay.box_format, overlay.boxes_relative = kind.box_format or "ltrb", kind.relative
         else:
-            overlay.box_format = targets.box_format or "ltrb"
+            overlay.box_format = options.box_format or "ltrb"
     if "mask" in found:
         overlay.mask = _target_sample(found, "mask", i)
     if "keypoints" in found:
@@ -576,13 +531,13 @@ def _drawn(
     overlay: overlays.Overlay,
     column: _Column,
     i: int,
-    targets: _Targets,
+    options: GridOptions,
 ) -> np.ndarray:
     """``overlay`` drawn on ``picture`` (an image of ``size`` pixels fitted to its tile), as
     an array (errors name the batch)."""
     if overlay:
         _check(overlay, column.targets, i)
-        picture = overlays.draw(picture, overlay, size, targets.class_names, targets.mask_alpha)
+        picture = overlays.draw(picture, overlay, size, options.class_names, options.mask_alpha)
     return np.asarray(picture)
 
 

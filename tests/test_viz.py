@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
+import inspect
 import io
 import pathlib
 import pickle
@@ -472,3 +474,31 @@ def test_gpu_batches_are_drawn_like_their_host_copies():
     assert viz.image_grid_png([cupy.asarray(x) for x in host], columns=3) == viz.image_grid_png(
         host, columns=3
     )
+
+
+def test_every_grid_function_takes_the_keywords_of_grid_options():
+    fields = [f.name for f in dataclasses.fields(viz.GridOptions)]
+    for function in (viz.render_grid, viz.image_grid_png, viz.image_grid, viz.show_images):
+        signature = inspect.signature(function)
+        expected = fields if function in (viz.image_grid, viz.show_images) else fields[:-1]
+        assert list(signature.parameters) == ["batches", *expected], function.__name__
+        assert signature.parameters["tile"].default == 256
+        assert signature.parameters["max_samples"].default == 16
+        with pytest.raises(
+            TypeError, match=rf"{function.__name__}\(\) got an unexpected .*'tiles'"
+        ):
+            function(np.zeros((1, 8, 8), np.uint8), tiles=32)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'figsize'"):
+        viz.render_grid(np.zeros((1, 8, 8), np.uint8), figsize=(2, 2))
+
+
+def test_render_with_grid_options_draws_what_the_keywords_draw():
+    batch = TensorList([photo_like(k) for k in range(3)], "HWC", ["a", "b", "c"])
+    boxes = [np.array([[0.1, 0.2, 0.6, 0.7]], np.float32)] * 3
+    keywords = {"columns": 2, "titles": ["x", "y", "z"], "boxes": boxes, "tile": 48}
+    drawn = viz.render([batch], viz.GridOptions(**keywords))
+    assert drawn.size == (2 * (48 + PAD) + PAD, 2 * (grid.title_height(48) + 48 + PAD) + PAD)
+    np.testing.assert_array_equal(np.asarray(drawn), np.asarray(viz.render_grid(batch, **keywords)))
+    # The boxes are drawn: the same grid without them differs.
+    bare = viz.render_grid(batch, columns=2, titles=["x", "y", "z"], tile=48)
+    assert not np.array_equal(np.asarray(drawn), np.asarray(bare))

@@ -538,10 +538,7 @@ class Viewer:
             )
             for kind in kinds
         }
-        targets, labels = self._overlay_targets(drawn)
-        picture = viz._render(
-            [swept], len(shown), heads, labels, None, None, targets, self.tile, None
-        )
+        picture = viz.render([swept], self._grid_options(drawn, columns=len(shown), titles=heads))
         self.image.value = self._encode(picture)
         per_row = len(shown)
         self._set_tiles(
@@ -635,9 +632,10 @@ class Viewer:
         # The picture's titles are the heads (a tile has room for them); the zoom's say the file.
         titles = [f"{head} · {columns[0].source_info(i)}" for i in range(count) for head in heads]
         shown_titles = [head for _ in range(count) for head in heads]
-        picture = viz._render(
-            columns, len(columns), shown_titles, None, None, None, viz._Targets(), self.tile, None
+        options = viz.GridOptions(
+            columns=len(columns), titles=shown_titles, max_samples=None, tile=self.tile
         )
+        picture = viz.render(columns, options)
         self.image.value = self._encode(picture)
         self.image.layout.display = None
         self.values.value = ""
@@ -1048,8 +1046,8 @@ class Viewer:
         self.summary.value = _summary(name, batch, len(shown)) + self._pinned_note()
 
     def _grid_bytes(self, shown: TensorList, titles: list[str], drawn: dict[str, Any]) -> bytes:
-        """The grid of ``shown`` with the overlays ``drawn`` (``viz.image_grid_png``'s
-        keywords), each photo fitted to its tile once per batch: a toggle or another node's
+        """The grid of ``shown`` with the overlays ``drawn`` (``viz.GridOptions``'
+        overlays), each photo fitted to its tile once per batch: a toggle or another node's
         overlays redraw the boxes, not the photos."""
         if self._fitted_batch is not self.batch:  # the node's whole batch: a new one per run
             self._fitted_batch, self._fitted = self.batch, {}
@@ -1059,22 +1057,24 @@ class Viewer:
                 self._fitted[position] = grid.fit(pixels, tile)
             return self._fitted[position]
 
-        targets, labels = self._overlay_targets(drawn)
-        picture = viz._render(
-            [shown], self.columns, titles, labels, None, None, targets, self.tile, fit
-        )
-        return self._encode(picture)
+        options = self._grid_options(drawn, columns=self.columns, titles=titles)
+        return self._encode(viz.render([shown], options, fit))
 
-    def _overlay_targets(self, drawn: Mapping[str, Any]) -> tuple[Any, Any]:
-        """``viz._render``'s targets and labels for the overlay batches ``drawn``."""
-        targets = viz._Targets(class_names=self._names())._replace(
+    def _grid_options(self, drawn: Mapping[str, Any], **options: Any) -> viz.GridOptions:
+        """``viz.render``'s options: the overlay batches ``drawn`` (their labels too), this
+        pipeline's class names, every sample given, then ``options``."""
+        return viz.GridOptions(
+            labels=drawn.get("labels"),
             boxes=drawn.get("boxes"),
             masks=drawn.get("masks"),
             keypoints=drawn.get("keypoints"),
             polygons=drawn.get("polygons"),
             vertices=drawn.get("vertices"),
+            class_names=self._names(),
+            max_samples=None,
+            tile=self.tile,
+            **options,
         )
-        return targets, drawn.get("labels")
 
     def _encode(self, picture: Any) -> bytes:
         """The grid's bytes as the ``Image`` widget takes them (``image_format``)."""
@@ -1083,8 +1083,8 @@ class Viewer:
         return grid.to_jpeg(picture, self.jpeg_quality)
 
     def _overlay_batches(self, name: str, count: int) -> dict[str, Any]:
-        """The keywords of ``viz.image_grid_png`` for the overlays of node ``name`` that are
-        toggled on (the toggles show the kinds it has)."""
+        """The overlays of node ``name`` that are toggled on (the toggles show the kinds it
+        has), by ``viz.GridOptions`` field, "labels" included where there is one per box."""
         if name not in self._targets:
             self._targets[name] = overlay_nodes(self.pipe, name)
         self.overlays = dict(self._targets[name])
