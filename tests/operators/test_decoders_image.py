@@ -1,6 +1,6 @@
 """fn.decoders.image: pixels against Pillow's own decode, colour spaces, formats, EXIF
 orientation, and errors that name the file; JPEG tests run with each back end (simplejpeg's
-fast path and Pillow, see decoders/jpeg.py). More on the fast path: test_jpeg_backend.py."""
+fast path and Pillow, see decoders/jpeg.py). More on the fast path: test_decoders_jpeg.py."""
 
 from __future__ import annotations
 

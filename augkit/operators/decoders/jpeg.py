@@ -34,7 +34,7 @@ Traps:
   first ``Exif`` APP1 segment and, when that has none, an XMP ``tiff:Orientation``. This module
   parses the first and sends any file with an XMP ``Orientation`` to Pillow, as it does when the
   EXIF cannot be parsed. Orientations 2–8 are applied with NumPy flips and transposes, checked
-  against Pillow for all eight values (tests/operators/test_jpeg_backend.py).
+  against Pillow for all eight values (tests/operators/test_decoders_jpeg.py).
 - ``BACKEND`` is read from the environment variable ``AUGKIT_JPEG_BACKEND`` ("auto", the
   default, "simplejpeg" or "pillow") when this module is imported; tests and benchmarks may
   set the attribute. The choice changes pixels only for GRAY output (see above). Outputs thus
