@@ -64,7 +64,7 @@ arrangement (``xp.sum``/``xp.min``/``xp.max`` over ``axes``, which CuPy takes as
 - Float sums are float64 as on the CPU (``xp.sum(..., dtype=float64)``; the CPU's OpenCV or
   pairwise order differs by float64 rounding, which the float32 result does not see but in
   a rare tie), then the CPU's ``_scaled`` in float32: means, rms, std_dev and variance equal
-  the CPU's, or differ by one float32 ulp (tests/test_gpu_reductions.py: 2e-7 relative).
+  the CPU's, or differ by one float32 ulp (tests/operators/test_gpu_reductions.py: 2e-7 relative).
   Not DALI's float32 GPU sums: keeping the CPU's sums keeps one set of numbers on both
   devices, within the CPU's own distance to DALI.
 - min/max: NaNs replaced by the type's extreme (the CPU's ``initial``), ``xp.min``/``xp.max``,
