@@ -21,7 +21,7 @@ import numpy as np
 
 from augkit.core import Engine, check_device, make_impl, pipeline_shard
 from augkit.errors import ArgumentError, GraphError
-from augkit.graph import DataNode, OperatorNode
+from augkit.graph import DataNode, OperatorNode, consumers, upstream
 from augkit.kinds import Kind
 from augkit.operators.base import IterationNotes, OperatorImpl, SampleOperator, SourceOperator
 from augkit.operators.screening import Refilling, screens
@@ -31,17 +31,11 @@ from augkit.tensors import TensorList
 
 
 def collect(outputs: Sequence[DataNode], trace: Sequence[OperatorNode]) -> list[OperatorNode]:
-    """The nodes to run, in an order where every node follows its inputs: those the outputs
-    depend on and those marked ``preserve=True``; everything else is pruned."""
-    seen: dict[int, OperatorNode] = {}
-    stack = [d.source for d in outputs] + [n for n in trace if n.args.get("preserve")]
-    while stack:
-        node = stack.pop()
-        if node.id not in seen:
-            seen[node.id] = node
-            stack.extend(node.parents())
-    # A node is always created after its inputs, so creation order is a topological order.
-    return [seen[k] for k in sorted(seen)]
+    """The nodes to run, in graph order (every node after what it reads): those the outputs
+    depend on and those marked ``preserve=True``, with what they depend on
+    (``graph.upstream``: the selectors of their conditional scopes included); everything else
+    is pruned."""
+    return upstream([*(d.source for d in outputs), *(n for n in trace if n.args.get("preserve"))])
 
 
 @dataclass
@@ -177,7 +171,7 @@ class Executor:
             if node.schema.makes_batches:
                 continue
             impl = self.impls[node.id]
-            needs = {*node.inputs, *node.arg_nodes.values()}
+            needs = set(node.reads())
             if chain and node.scope is not chain[0].scope:
                 flush()  # a chain runs the samples of one conditional scope
             if (
@@ -198,11 +192,10 @@ class Executor:
 
     def _transient(self, keep: set[DataNode]) -> dict[int, frozenset[DataNode]]:
         """Per chain (by the id of its first node): the outputs read only by later nodes of
-        the same chain, and not kept."""
-        readers: dict[DataNode, set[int]] = {}
-        for node in self.nodes:
-            for d in (*node.inputs, *node.arg_nodes.values()):
-                readers.setdefault(d, set()).add(node.id)
+        the same chain, and not kept. What a node reads includes its conditional scope's
+        selector (``OperatorNode.reads``): an `if`'s condition made in a chain is read by the
+        branches' nodes, so it is kept for them."""
+        readers = {d: {n.id for n in nodes} for d, nodes in consumers(self.nodes).items()}
         transient = {}
         for step in self.steps:
             if len(step) < 2:
@@ -345,7 +338,7 @@ class Executor:
             return transient
         ids = {n.id for n in part}
         later = [n for n in step if n.id not in ids]
-        needed = {d for n in later for d in (*n.inputs, *n.arg_nodes.values())}
+        needed = {d for n in later for d in n.reads()}
         return frozenset(d for d in transient if d.source.id in ids and d not in needed)
 
     def _parts(
@@ -392,11 +385,3 @@ class Executor:
         read = self.read(iteration, batch_size, partial)
         values = self.compute(iteration, read.size, read.values, read.notes, keys=keys)
         return values, read.notes
-
-    def downstream(self, ids: set[int]) -> set[int]:
-        """The operators ``ids`` and every operator that depends on them."""
-        found = set(ids)
-        for node in self.nodes:  # in graph order: inputs come first
-            if any(parent.id in found for parent in node.parents()):
-                found.add(node.id)
-        return found

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
@@ -344,16 +344,98 @@ class OperatorNode:
         if record:
             _record(self)
 
-    def parents(self) -> list[OperatorNode]:
-        """The nodes this one needs: its inputs' and argument inputs' operators, and the
-        selector of its conditional scope (which says which samples it computes)."""
-        found = [d.source for d in (*self.inputs, *self.arg_nodes.values())]
+    def reads(self) -> list[DataNode]:
+        """The batches this node needs to run: its inputs, its argument inputs, and the
+        selector of its conditional scope (which says which samples it computes). The one
+        notion of what a node depends on, which every walk over the graph follows (see
+        ``upstream``)."""
+        found = [*self.inputs, *self.arg_nodes.values()]
         if self.scope is not None:
-            found.append(self.scope.choice.selector.source)
+            found.append(self.scope.choice.selector)
         return found
+
+    def parents(self) -> list[OperatorNode]:
+        """The nodes this one needs: the operators of what it ``reads()`` (its inputs',
+        argument inputs' and its conditional scope's selector's)."""
+        return [d.source for d in self.reads()]
 
     def __repr__(self) -> str:
         return f"OperatorNode({self.name!r}, device={self.device!r})"
+
+
+# --- walks over the graph ---------------------------------------------------------------------
+# Every walk that pruning, the executor, the runners and the pipeline make goes through these,
+# with one notion of what a node depends on: ``OperatorNode.reads()`` (inputs, argument inputs
+# and the selector of the node's conditional scope), ``parents()`` being their operators. Node
+# ids follow creation order, and a node is created after everything it reads (its inputs are
+# split into its scope first, and an `if`'s condition exists before its branches), so sorting
+# by id is a topological order: ``graph_order``.
+
+
+def graph_order(nodes: Iterable[OperatorNode]) -> list[OperatorNode]:
+    """``nodes`` in a topological order: each after every node of ``nodes`` it is computed
+    from (creation order, which is also the order of operator seeds)."""
+    return sorted(nodes, key=_node_id)
+
+
+def _node_id(node: OperatorNode) -> int:
+    return node.id
+
+
+def upstream(
+    starts: Iterable[OperatorNode], known: Container[DataNode] = frozenset()
+) -> list[OperatorNode]:
+    """``starts`` and every node they are computed from, in graph order.
+
+    Args:
+        starts: where the walk begins (each is in the result).
+        known: batches there already, a set or a dict (never a list: ``in`` on a list
+            compares with ``==``, which on DataNodes makes nodes). The walk does not go past
+            them, so the node that made one is in the result only where something else it
+            made is needed: what must be computed again, from the batches at hand, to get
+            the batches of ``starts``.
+    """
+    found: dict[int, OperatorNode] = {}
+    stack = list(starts)
+    while stack:
+        node = stack.pop()
+        if node.id in found:
+            continue
+        found[node.id] = node
+        stack.extend(d.source for d in node.reads() if d not in known)
+    return [found[k] for k in sorted(found)]
+
+
+def downstream(nodes: Iterable[OperatorNode], starts: Iterable[OperatorNode]) -> list[OperatorNode]:
+    """The nodes of the graph ``nodes`` that are ``starts`` or are computed from one of them
+    (through any number of nodes of ``nodes``), in graph order: what must run again when
+    ``starts`` change."""
+    found = {node.id for node in starts}
+    out = []
+    for node in graph_order(nodes):
+        if node.id in found or any(parent.id in found for parent in node.parents()):
+            found.add(node.id)
+            out.append(node)
+    return out
+
+
+def consumers(nodes: Iterable[OperatorNode]) -> dict[DataNode, list[OperatorNode]]:
+    """For every batch that a node of ``nodes`` reads (``OperatorNode.reads``), the nodes of
+    ``nodes`` that read it, in the order given; a batch nobody reads is not a key."""
+    found: dict[DataNode, list[OperatorNode]] = {}
+    for node in nodes:
+        for data in node.reads():
+            readers = found.setdefault(data, [])
+            if not readers or readers[-1] is not node:
+                readers.append(node)
+    return found
+
+
+def call_of(node: OperatorNode, nodes: Iterable[OperatorNode]) -> list[OperatorNode]:
+    """``node`` and the other nodes of ``nodes`` made by the same call (DALI's multiple input
+    sets, ``fn.rotate([images, boxes])``: one node per set, one seed group), in the order
+    given; ``[node]`` when none of ``nodes`` is."""
+    return [n for n in nodes if n.seed_group == node.seed_group] or [node]
 
 
 def _into_scope(data: DataNode, scope: scopes.Scope) -> DataNode:
@@ -586,7 +668,7 @@ class Operator:
                 )
             if device == "gpu" and node.device == "cpu":
                 inputs[k] = node.gpu()
-        node = OperatorNode(
+        made = OperatorNode(
             schema,
             device,
             args,
@@ -595,8 +677,8 @@ class Operator:
             companions=len(companions),
             seed_group=seed_group,
         )
-        node.given = given
-        return node.outputs
+        made.given = given
+        return made.outputs
 
 
 def _refuse_undefined(values: Sequence[Any]) -> None:

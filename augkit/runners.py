@@ -22,7 +22,7 @@ from typing import Any
 from augkit.core import Engine
 from augkit.errors import GraphError
 from augkit.executor import Executor
-from augkit.graph import DataNode, OperatorNode
+from augkit.graph import DataNode, OperatorNode, call_of, downstream, upstream
 from augkit.operators.base import IterationNotes, SourceOperator
 from augkit.prefetch import Prefetcher
 from augkit.tensors import TensorList
@@ -170,15 +170,9 @@ class GraphRunner:
         missing = {d for d in wanted if d not in values}
         if not missing:
             return values
-        needed: set[int] = set()
-        stack = [d.source for d in missing]
-        while stack:
-            node = stack.pop()
-            if node.id not in needed:
-                needed.add(node.id)
-                stack += [
-                    d.source for d in (*node.inputs, *node.arg_nodes.values()) if d not in values
-                ]
+        # What reads the batches at hand is not computed again, its scope's selector included
+        # (one is never let go: ``Executor._transient`` counts the branches' nodes as readers).
+        needed = {n.id for n in upstream((d.source for d in missing), known=values)}
         size = len(next(iter(values.values())))
         return self.executor.compute(self.last_iteration, size, values, None, needed, keep_all=True)
 
@@ -198,17 +192,11 @@ class GraphRunner:
             missing = [name for name in changed if name not in by_name]
             if missing:
                 raise GraphError(f"no operator named {missing} in this pipeline")
-            only = executor.downstream(
-                {m.id for name in changed for m in _call_of(by_name[name], executor.nodes)}
-            )
+            starts = [m for name in changed for m in call_of(by_name[name], executor.nodes)]
+            again = downstream(executor.nodes, starts)
+            only = {n.id for n in again}
             # What the rerun reads from outside itself (what it recomputes, it need not have).
-            reads = {
-                d
-                for n in executor.nodes
-                if n.id in only
-                for d in (*n.inputs, *n.arg_nodes.values())
-                if d.source.id not in only
-            }
+            reads = {d for n in again for d in n.reads() if d.source.id not in only}
             last = self._complete(self.last, reads)  # what a chain let go, the rerun reads
             values = executor.compute(self.last_iteration, size, last, None, only)
         # The readers' batches (and their skip records) are the last run()'s: already reported.
@@ -258,13 +246,8 @@ class GraphRunner:
             raise GraphError(f"{name} is {what}")
         self.rewind()
         # The nodes of one call with several input sets (images, masks, boxes) change together.
-        for member in _call_of(node, self.executor.nodes):
+        for member in call_of(node, self.executor.nodes):
             self.executor.set_arguments(member, values)
-
-
-def _call_of(node: OperatorNode, nodes: Sequence[OperatorNode]) -> list[OperatorNode]:
-    """``node`` and the other nodes of its call (DALI's multiple input sets: one seed group)."""
-    return [n for n in nodes if n.seed_group == node.seed_group] or [node]
 
 
 def _source_named(name: str, producers: dict[str, Any]) -> Any:

@@ -78,7 +78,7 @@ from augkit.errors import (
     suggest,
 )
 from augkit.executor import collect
-from augkit.graph import DataNode, OperatorNode, tracing
+from augkit.graph import DataNode, OperatorNode, tracing, upstream
 from augkit.operators.base import HOLES
 from augkit.operators.readers.cursor import EpochPosition
 from augkit.operators.readers.pairing import check_pairing
@@ -614,7 +614,7 @@ class Pipeline:
             nodes = self.nodes()
             if name not in nodes:
                 raise GraphError(f"no node named {name!r}{suggest(name, list(nodes))}")
-            wanted = _upstream(nodes[name].source)
+            wanted = {op.id for op in upstream([nodes[name].source])}
             operators = [op for op in operators if op.id in wanted]
         return operators
 
@@ -1014,16 +1014,4 @@ def _indices_by_label(
                 break
     if not found:
         raise ArgumentError(f"pick(): no sample of {where} has the label(s) {sorted(labels)}")
-    return found
-
-
-def _upstream(op: OperatorNode) -> set[int]:
-    """The ids of ``op`` and every operator it is computed from."""
-    found: set[int] = set()
-    stack = [op]
-    while stack:
-        node = stack.pop()
-        if node.id not in found:
-            found.add(node.id)
-            stack += node.parents()
     return found
