@@ -31,6 +31,7 @@ import numpy as np
 
 from augkit.calls import SampleCall, finish, overlay_args
 from augkit.errors import AugkitError, OperatorError, SkippedSample
+from augkit.kinds import GENERIC, Kind
 from augkit.operators.registry import OperatorSchema
 from augkit.random import SampleStreams, sample_streams, stream_key
 from augkit.tensors import TensorList
@@ -194,6 +195,35 @@ def dense_batch(inputs: Sequence[TensorList]) -> Any:
     return inputs[0]._dense if inputs and inputs[0]._dense is not None else None
 
 
+ANY_KIND = "*"
+"""A kernel table's kind for "any kind the operator's inputs accept" (its image kernel)."""
+
+DEVICES = ("cpu", "gpu", "mixed")  # "mixed": a decoder reading on the CPU, decoding on the GPU
+
+
+@dataclass(frozen=True)
+class Given:
+    """What an entry of a kernel table is given for one batch: the node's own ``inputs``, its
+    ``companions`` (other input sets' first inputs, ``OperatorImpl.companions``), its
+    ``arg_inputs`` and ``kind``, the data kind of its first input: a kernel is told the kind
+    it runs on."""
+
+    inputs: list[TensorList]
+    companions: list[TensorList]
+    arg_inputs: dict[str, TensorList]
+    kind: Kind
+
+
+Kernel = Callable[[Any, RunContext, Given], list[TensorList]]
+"""An entry of a kernel table: ``kernel(impl, ctx, given) -> output batches``."""
+
+
+@functools.cache
+def kernel_table(cls: type) -> dict[tuple[str, str], Kernel]:
+    """``cls.kernel_table()``, worked out once per operator class."""
+    return dict(cls.kernel_table())
+
+
 class SampleOperator(OperatorImpl):
     """An operator whose work is one pure kernel call per sample.
 
@@ -215,8 +245,12 @@ class SampleOperator(OperatorImpl):
         """Whether the executor may run this node in a chain of per-sample nodes, sample by
         sample (``augkit.core.Engine.run_chain``): its work is this class's per-sample loop.
         (A batch kernel declines what is not a dense batch; a node given a dense batch runs
-        on its own.)"""
-        return self.device == "cpu" and type(self).run is SampleOperator.run
+        on its own.) Only a node whose kernel for its input's kind (as the build knows it) is
+        the image kernel, without companions."""
+        if self.device != "cpu" or self.companions or type(self).run is not SampleOperator.run:
+            return False
+        kind = self.input_kinds[0] if self.input_kinds else ANY_KIND
+        return self.kernel(kind) is SampleOperator.run_samples
 
     def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
         """Arguments worked out once per batch and given to every sample's kernel call (e.g.
@@ -226,9 +260,45 @@ class SampleOperator(OperatorImpl):
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         """Raise ``ValueError`` when an input sample cannot be processed (wrong rank...)."""
 
+    @classmethod
+    def kernel_table(cls) -> dict[tuple[str, str], Kernel]:
+        """The operator's kernels by (device, kind name): how a batch of that kind runs on
+        that device. Here: the image kernel (``cpu``/``gpu`` with the optional batch kernel,
+        ``run_samples``) for every kind the inputs accept (``ANY_KIND``), on each device the
+        class writes a kernel for. Geometric operators add their rules for masks, boxes,
+        keypoints, vertices, labels and polygons (``geometric/targets.py``); the registry
+        reads the table (``OperatorSchema.kernel_kinds``)."""
+        return {(d, ANY_KIND): cls.run_samples for d in DEVICES if callable(getattr(cls, d, None))}
+
+    def kernel(self, kind: str) -> Kernel:
+        """The kernel for a batch of ``kind`` on this node's device: the table's entry for
+        the kind, else its entry for any kind."""
+        table = kernel_table(type(self))
+        found = table.get((self.device, kind)) or table.get((self.device, ANY_KIND))
+        if found is None:
+            raise OperatorError(
+                f"has no kernel for {kind} data on the {self.device.upper()}",
+                operator=self.label(),
+            )
+        return found
+
     def run(
         self, ctx: RunContext, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
     ) -> list[TensorList]:
+        """Run the kernel of the table for the first input's kind (``kernel``)."""
+        own = len(inputs) - self.companions
+        given = Given(
+            list(inputs[:own]),
+            list(inputs[own:]),
+            arg_inputs,
+            inputs[0].kind if inputs else GENERIC,
+        )
+        return self.kernel(given.kind.name)(self, ctx, given)
+
+    def run_samples(self, ctx: RunContext, given: Given) -> list[TensorList]:
+        """The image kernel on the node's own inputs: the batch kernel where there is one and
+        it takes the batch, else the per-sample kernel through one ``SampleCall``."""
+        inputs, arg_inputs = given.inputs, given.arg_inputs
         batch_kernel = getattr(self, f"{self.device}_batch", None)
         if batch_kernel is not None:
             try:

@@ -98,6 +98,7 @@ from typing import Any
 import numpy as np
 
 from augkit import kinds
+from augkit.calls import SampleCall
 from augkit.errors import ArgumentError, AugkitError
 from augkit.operators.base import RunContext, SampleOperator
 from augkit.operators.geometric.crop_window import random_crop_window, window_args
@@ -257,8 +258,11 @@ class RandomBBoxCropImpl(SampleOperator):
         samples searched together (``_search``) in parts of ``_PART`` samples, and their
         generators seeded in one Philox pass (``SampleStreams.generator`` per sample costs
         ~55 us, more than the search)."""
-        n = len(inputs[0])
-        seeds = ctx.streams(self.stream_key, n).seeds().tolist() if n else []
+        # The call's arguments, checks and errors; its streams seeded in one pass, not per
+        # sample (no per-sample rng argument: call.sample_args, not call.args).
+        call = SampleCall.of(self, ctx, inputs, arg_inputs, batch_args={})
+        n = call.n
+        seeds = call.streams.seeds().tolist() if n else []
 
         def part(p: int) -> list[tuple]:
             # one generator for the part's samples, each searching from its own state
@@ -266,11 +270,10 @@ class RandomBBoxCropImpl(SampleOperator):
             samples = []
             configs: dict[int, _Config] = {}  # by dimension, when no argument is per-sample
             for i in range(p * _PART, min(n, (p + 1) * _PART)):
-                args = self.sample_args(arg_inputs, i)
+                args = call.sample_args(i)
                 data = [x._samples[i] for x in inputs]
                 try:
-                    for k, (sample, batch) in enumerate(zip(data, inputs, strict=True)):
-                        self.check_input(k, sample, batch.layout())
+                    call.check(data)
                     ndim = data[0].shape[1] // 2
                     config = configs.get(ndim) if not arg_inputs else None
                     if config is None:
@@ -282,7 +285,7 @@ class RandomBBoxCropImpl(SampleOperator):
                 except AugkitError:
                     raise
                 except Exception as exc:
-                    raise self.fail(f"{type(exc).__name__}: {exc}", i, inputs) from exc
+                    raise call.error(exc, i) from exc
             return _search(samples)
 
         results = [r for rs in ctx.map(part, -(-n // _PART)) for r in rs]

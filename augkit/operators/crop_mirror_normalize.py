@@ -51,7 +51,7 @@ import numpy as np
 
 from augkit import backend, types
 from augkit.errors import ArgumentError, OperatorError
-from augkit.kinds import IMAGE
+from augkit.kinds import IMAGE, Kind
 from augkit.operators.base import dense_batch, per_sample_column
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.geometric.crop import (
@@ -166,15 +166,12 @@ class CropMirrorNormalize(MovesTargets, ImageOperator):
     masks, boxes and keypoints: the window and the mirror, ``targets.py``)."""
 
     need_channel = True
-    moving = ""
-    """The kind this node moves ("mask": its batch's layout needs no channel axis; a node's
-    inputs keep their kind, so this never changes once set)."""
 
-    def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
-        if self.moving == "mask":  # an H×W label map has no channel axis
+    def target_batch_args(self, inputs: Sequence[TensorList], kind: Kind) -> dict[str, Any]:
+        if kind.name == "mask":  # an H×W label map has no channel axis
             batch = inputs[0]
             return {"layout": image_layout(batch.layout(), batch._samples[0].ndim)}
-        return super().batch_args(inputs)
+        return super().target_batch_args(inputs, kind)
 
     def geometry(
         self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()

@@ -188,7 +188,8 @@ class InputSpec:
         return bool(spec.layout) and self.layouts is not None and spec.layout not in self.layouts
 
     def hint(self, kind: Kind) -> str:
-        return self.hints.get(kind.name, "")
+        hint = self.hints.get(kind.name, "")
+        return hint.replace(MOVERS, movers()) if MOVERS in hint else hint
 
 
 def _member(name: Any) -> Any:
@@ -213,14 +214,37 @@ def declared_kinds(names: Iterable[Any], owner: str, where: str = "") -> tuple[K
         raise ValueError(f"{owner}: {exc}") from None
 
 
+TARGET_KINDS = (
+    KindName.MASK,
+    KindName.BOXES,
+    KindName.KEYPOINTS,
+    KindName.VERTICES,
+    KindName.POLYGONS,
+    KindName.LABELS,
+)
+"""The kinds a geometric operator moves besides images: its kernel table has a rule for each
+(``augkit.operators.geometric.targets``)."""
+
+MOVERS = "\0movers"
+"""Stands in a hint for the operators that move targets, named when the hint is shown
+(``InputSpec.hint``), from the registry's kernel tables: hints are declared while the
+registry is still being filled."""
+
+
+def movers() -> str:
+    """The public operators that move targets with their images, in words ("flip, ... and
+    rotate"), from their kernel tables (``OperatorSchema.moves_targets``)."""
+    names = sorted(s.name for s in REGISTRY.values() if s.public and s.moves_targets)
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
 def kind_policy(family: str) -> dict[str, str]:
     """The per-kind hints of an operator family ("geometric", "color"): what a user who gives
     it masks, boxes, keypoints... should know (DESIGN.md, "Data kinds")."""
     if family == "geometric":
         later = (
             "this operator does not move {kind} (its warp is not one transform of "
-            "coordinates); flip, rotate, warp_affine, resize, crop, slice, paste, pad, "
-            "random_resized_crop and crop_mirror_normalize do: call them with the images and "
+            "coordinates); " + MOVERS + " do: call them with the images and "
             "the {kind} as input sets, e.g. fn.rotate([images, {kind}], ...)"
         )
         hints = {k: later.format(kind=k) for k in ("mask", "boxes", "keypoints")}
@@ -373,12 +397,23 @@ class OperatorSchema:
             return n
         return n(args, num_inputs) if self.outputs_follow_inputs else n(args)
 
+    @functools.cached_property
+    def kernel_kinds(self) -> dict[str, tuple[str, ...]]:
+        """The kinds of the operator's kernel table by device (``"*"``: its image kernel,
+        for any kind its inputs accept; ``augkit.operators.base.SampleOperator.kernel_table``);
+        empty for an operator without a table (readers, sources, Python operators)."""
+        table = getattr(self.impl, "kernel_table", None)
+        found: dict[str, list[str]] = {}
+        for device, kind in table() if table is not None else ():
+            found.setdefault(device, []).append(kind)
+        return {device: tuple(kinds) for device, kinds in found.items()}
+
     @property
     def moves_targets(self) -> bool:
-        """Whether the operator moves masks, boxes, keypoints... with its images (its impl
-        writes ``geometry``: ``augkit.operators.geometric.targets``); called with several
+        """Whether the operator moves masks, boxes, keypoints... with its images: its kernel
+        table has their rules (``augkit.operators.geometric.targets``); called with several
         input sets, each node gets the other sets' first inputs as its companions."""
-        return callable(getattr(self.impl, "geometry", None))
+        return any(k in TARGET_KINDS for kinds in self.kernel_kinds.values() for k in kinds)
 
     @functools.cached_property
     def outputs_follow_inputs(self) -> bool:
@@ -467,6 +502,8 @@ _NAMES: dict[str, OperatorSchema] = {}  # every name an operator goes by (see re
 def register(schema: OperatorSchema) -> OperatorSchema:
     if schema.name in REGISTRY:
         raise ValueError(f"operator {schema.name!r} is registered twice")
+    kinds = [k for ks in schema.kernel_kinds.values() for k in ks if k != "*"]
+    declared_kinds(kinds, schema.name, "its kernel table")  # an unknown kind fails at import
     REGISTRY[schema.name] = schema
     prefixes = ("fn.", "ops.") if not schema.module else (f"{schema.module}.fn.", "")
     names = {

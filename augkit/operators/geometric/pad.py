@@ -49,10 +49,11 @@ from typing import Any
 import numpy as np
 
 from augkit import backend
-from augkit.operators.base import SampleOperator
+from augkit.kinds import Kind
+from augkit.operators.base import Given, Kernel, SampleOperator
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.geometric.slice import ANY_DATA, sample_layout, to_axis_names, to_int_list
-from augkit.operators.geometric.targets import Geometry, MovesTargets, image_size
+from augkit.operators.geometric.targets import TARGET_KINDS, Geometry, MovesTargets, image_size
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
@@ -141,18 +142,15 @@ class Pad(MovesTargets, SampleOperator):
     """Pads each sample at the end of its axes (``padded_shape``), and with input sets moves
     masks, boxes and keypoints with the images (``targets.py``)."""
 
-    def _move(
-        self,
-        ctx: Any,
-        kind: Any,
-        own: list[TensorList],
-        companions: list[TensorList],
-        arg_inputs: dict[str, TensorList],
-    ) -> list[TensorList]:
-        if not _with_image(kind, companions):  # a tensor, padded as DALI pads it
-            self.moving = ""  # (so the checks are an image's, as for any tensor)
-            return SampleOperator.run(self, ctx, own, arg_inputs)
-        return super()._move(ctx, kind, own, companions, arg_inputs)
+    @classmethod
+    def kernel_table(cls) -> dict[tuple[str, str], Kernel]:
+        """The target rules, where the targets come with an image to pad with; else targets
+        are tensors, padded as DALI pads them (``fn.pad([boxes, labels], fill_value=-1)``)."""
+        table = super().kernel_table()
+        for (device, kind), rule in list(table.items()):
+            if kind in TARGET_KINDS:
+                table[device, kind] = _or_as_tensor(rule)
+        return table
 
     def geometry(
         self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()
@@ -177,10 +175,13 @@ class Pad(MovesTargets, SampleOperator):
         ndim = samples[0].ndim
         same = [s.shape for s in samples if s.ndim == ndim]
         batch_max = tuple(np.max(same, axis=0).tolist()) if ndim else ()
-        layout = inputs[0].layout()
-        if self.moving == "mask":
-            layout = sample_layout(layout, ndim)
-        return {"layout": layout, "batch_max": batch_max}
+        return {"layout": inputs[0].layout(), "batch_max": batch_max}
+
+    def target_batch_args(self, inputs: Sequence[TensorList], kind: Kind) -> dict[str, Any]:
+        args = self.batch_args(inputs)
+        if kind.name == "mask":
+            args["layout"] = sample_layout(args["layout"], inputs[0]._samples[0].ndim)
+        return args
 
     def cpu(
         self,
@@ -214,6 +215,19 @@ class Pad(MovesTargets, SampleOperator):
         return out
 
     gpu = cpu
+
+
+def _or_as_tensor(rule: Kernel) -> Kernel:
+    """``rule`` where the targets come with an image (``_with_image``), else the image kernel:
+    the targets padded as tensors."""
+
+    def pad_targets(impl: Any, ctx: Any, given: Given) -> list[TensorList]:
+        if not _with_image(given.kind, given.companions):
+            return impl.run_samples(ctx, given)
+        return rule(impl, ctx, given)
+
+    pad_targets.__name__ = f"pad_{rule.__name__}"
+    return pad_targets
 
 
 def _with_image(kind: Any, companions: Sequence[TensorList]) -> bool:

@@ -145,13 +145,6 @@ class Paste(MovesTargets, SampleOperator):
         return Geometry.scale_translate(1.0, 1.0, x, y, (w, h), (out_w, out_h))
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        if self.moving == "mask":  # a label map (HW or HWC, any integer type)
-            if sample.ndim not in (2, 3) or 0 in sample.shape[:2]:
-                raise ValueError(
-                    f"paste moves masks of shape H×W or H×W×1, non-empty; got a sample of "
-                    f"shape {tuple(sample.shape)}"
-                )
-            return
         check_image("paste", sample, layout, ("HWC",), (np.dtype(np.uint8),))
         channels = self.args["n_channels"]
         if sample.shape[2] != channels:

@@ -168,8 +168,7 @@ class RandomResizedCrop(MovesTargets):
         use_opencv()
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        if not self.moving:  # a target's own checks are targets.py's (any mask dtype)
-            check_image("random_resized_crop", sample, layout, ("HWC", "CHW"), _INPUT_TYPES)
+        check_image("random_resized_crop", sample, layout, ("HWC", "CHW"), _INPUT_TYPES)
 
     def batch_args(self, inputs: list[TensorList]) -> dict[str, Any]:
         return {"layout": inputs[0].layout() or "HWC"}

@@ -638,8 +638,7 @@ class ResizeImpl(MovesTargets):
         use_opencv()
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        if not self.moving:  # a target's own checks are targets.py's (any mask dtype)
-            check_image("resize", sample, layout, ("HWC", "CHW"), _INPUT_TYPES)
+        check_image("resize", sample, layout, ("HWC", "CHW"), _INPUT_TYPES)
 
     def geometry(
         self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()

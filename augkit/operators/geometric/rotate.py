@@ -52,7 +52,7 @@ so images and targets cannot disagree. Masks are rotated by the nearest neighbou
 exact points (the nearest image kernel rounds DALI's float32 running sums: on random
 320x320 label maps the two differ at ~0.01 % of the pixels, float32 ties), class 0 outside
 whatever ``fill_value`` is, dtype kept (``dtype`` applies to images only); H×W, int32 and bool
-masks are taken (``MovesTargets.moving``).
+masks are taken (targets.py's rules check targets, never the image kernel's checks).
 A rotated box becomes the axis-aligned box of its rotated corners, clipped to the canvas
 (dropped with its label when nothing is left): with ``keep_size`` or a small ``size`` a box cut
 by the edge stays larger than what is visible of its object (the documented rule).
@@ -171,8 +171,7 @@ class RotateImpl(MovesTargets):
         self.cv2 = backend.opencv()
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        if not self.moving:  # a target's own checks are targets.py's (any mask dtype)
-            check_image("rotate", sample, layout, ("HWC",), _TYPES)
+        check_image("rotate", sample, layout, ("HWC",), _TYPES)
 
     def geometry(
         self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()

@@ -67,7 +67,7 @@ from augkit import backend
 from augkit.operators.base import SampleOperator
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.geometric.crop import cut_window, fill_array, fit_window, window_geometry
-from augkit.operators.geometric.targets import TARGET_KINDS, Geometry, MovesTargets, movable
+from augkit.operators.geometric.targets import Geometry, MovesTargets, movable
 from augkit.operators.registry import (
     Arg,
     InputSpec,
@@ -408,18 +408,6 @@ class Slice(MovesTargets, SampleOperator):
         convert = converter(data.dtype, out_dtype, xp)
         out = take_window(data, anchor, size, policy, convert, fill, xp)
         return xp.ascontiguousarray(out)
-
-    def _move(
-        self,
-        ctx: Any,
-        kind: Any,
-        own: list[TensorList],
-        companions: list[TensorList],
-        arg_inputs: dict[str, TensorList],
-    ) -> list[TensorList]:
-        if kind.name not in TARGET_KINDS:  # encoded bytes...: slice cuts any tensor
-            return SampleOperator.run(self, ctx, own, arg_inputs)
-        return super()._move(ctx, kind, own, companions, arg_inputs)
 
     def geometry(
         self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()

@@ -52,21 +52,18 @@ build knows to be images (or generic) still runs in chains, sample by sample.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from augkit import backend
-from augkit.errors import AugkitError
+from augkit.calls import SampleCall
 from augkit.kinds import Kind
-from augkit.operators.base import SampleOperator, finish
-from augkit.operators.registry import InputSpec
+from augkit.operators.base import Given, Kernel, SampleOperator
+from augkit.operators.registry import TARGET_KINDS, InputSpec
 from augkit.tensors import TensorList
-
-TARGET_KINDS = ("mask", "boxes", "keypoints", "vertices", "polygons", "labels")
-"""The kinds a geometric operator moves besides images."""
 
 _PIXEL_KINDS = ("image", "generic")
 
@@ -321,7 +318,7 @@ def _warp_nearest(
 
 # --- the operator side -----------------------------------------------------------------------
 def _shapes_on_host(batch: TensorList) -> TensorList:
-    """A companion of targets moved on the host (``MovesTargets.run`` on the GPU): images by
+    """A companion of targets moved on the host (the GPU entries of the table): images by
     their shape and dtype only (read-only zero-byte NumPy stand-ins: the geometry reads no
     pixel), other targets (boxes, whose kept rows labels follow) copied to the host."""
     if batch.device == "cpu":
@@ -332,10 +329,39 @@ def _shapes_on_host(batch: TensorList) -> TensorList:
     return TensorList(samples, batch.layout(), batch._source_info, kind=batch.kind)
 
 
+def _on_host(rule: Kernel) -> Kernel:
+    """The GPU entry of a target rule: targets are a few numbers per sample, moved on the host
+    as on the CPU (the same code, the same results), then put back on the GPU. The images
+    they travel with are read for their shapes only: zero-byte stand-ins, never a copy of the
+    pixels."""
+
+    def on_host(impl: Any, ctx: Any, given: Given) -> list[TensorList]:
+        host = Given(
+            [t.as_cpu() for t in given.inputs],
+            [_shapes_on_host(c) for c in given.companions],
+            given.arg_inputs,
+            given.kind,
+        )
+        return [t.as_gpu(ctx.device_id or 0) for t in rule(impl, ctx, host)]
+
+    on_host.__doc__ = f"{rule.__name__}, on the host, for targets on the GPU."
+    on_host.__name__ = f"{rule.__name__}_on_host"
+    return on_host
+
+
 class MovesTargets(SampleOperator):
     """A geometric operator that moves masks, boxes, keypoints, polygons and labels with its
     images (see the module docstring). Subclasses write ``geometry``; put this class first
-    among the bases (``class Flip(MovesTargets, ImageOperator)``)."""
+    among the bases (``class Flip(MovesTargets, ImageOperator)``). Its kernel table adds the
+    target rules (``TARGET_RULES``) to the image kernels, on both devices."""
+
+    @classmethod
+    def kernel_table(cls) -> dict[tuple[str, str], Kernel]:
+        table = super().kernel_table()
+        for kind, rule in TARGET_RULES.items():
+            table[("cpu", kind)] = rule
+            table[("gpu", kind)] = _on_host(rule)
+        return table
 
     def geometry(
         self,
@@ -350,134 +376,150 @@ class MovesTargets(SampleOperator):
         warp_affine's matrix), as the image kernel gets them."""
         raise NotImplementedError
 
-    moving = ""
-    """The kind this node moves ("" until it gets a target: then "mask", "boxes"...), set by
-    ``run``: an operator's own checks (``check_input``, ``batch_args``) read it to leave a
-    target's to this module (a mask may be H×W, int32 or bool). A node's inputs keep their
-    kind, so it never changes once set."""
-
     def geometry_needs_size(self) -> bool:
         """Whether the transform of relative coordinates depends on the image's size (a flip
         does not; a crop, a resize of absolute boxes or a rotation does). Default: it does."""
         return True
 
-    def chainable(self) -> bool:
-        """Chains run the image kernel sample by sample: only for a node without companions
-        whose input the build knows to be an image (or generic), and whose ``run`` is this
-        class's."""
-        if self.companions or any(k not in _PIXEL_KINDS for k in self.input_kinds[:1]):
-            return False
-        return self.device == "cpu" and type(self).run is MovesTargets.run
+    def target_batch_args(self, inputs: Sequence[TensorList], kind: Kind) -> dict[str, Any]:
+        """``batch_args`` when the node moves targets of ``kind``: ``inputs[0]`` is the image
+        they belong to (or, without one, the mask itself). Default: the image's."""
+        return self.batch_args(inputs)
 
-    def run(
-        self, ctx: Any, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
-    ) -> list[TensorList]:
-        own = list(inputs[: len(inputs) - self.companions])
-        companions = list(inputs[len(own) :])
-        kind = own[0].kind if own else None
-        if kind is None or kind.name in _PIXEL_KINDS:
-            return SampleOperator.run(self, ctx, own, arg_inputs)
-        self.moving = kind.name
-        if self.device == "cpu":
-            return self._move(ctx, kind, own, companions, arg_inputs)
-        # On the GPU: targets are a few numbers per sample, moved on the host as on the CPU
-        # (the same code, the same results), then put back on the GPU. The images they travel
-        # with are read for their shapes only: zero-byte stand-ins, never a copy of the pixels.
-        host = self._move(
-            ctx,
-            kind,
-            [t.as_cpu() for t in own],
-            [_shapes_on_host(c) for c in companions],
-            arg_inputs,
+
+# --- the target rules: the kernel table's entries for each target kind -------------------------
+def _geometric_call(
+    impl: MovesTargets,
+    ctx: Any,
+    given: Given,
+    reference: TensorList | None,
+    rule: Callable[..., Any],
+    more: Sequence[TensorList] = (),
+) -> list[TensorList]:
+    """Target ``rule(sample, geometry, *more_samples)`` for each sample of the node's target
+    (its first input), through one ``SampleCall``: the sample's arguments and generator are
+    the image kernel's, so ``geometry`` draws the image's window. The call's inputs are the
+    target, the node's other inputs (``extra``: checked by ``check_input``), the ``reference``
+    image (for its shape and layout) and ``more`` (the boxes labels follow)."""
+    data, extra = given.inputs[0], given.inputs[1:]
+    if reference is None and (impl.geometry_needs_size() or not _relative(given.kind)):
+        raise impl.fail(
+            f"cannot move {given.kind} without the image they belong to (the transform depends "
+            f"on its size): give both in one call, fn.{impl.schema.name}([images, "
+            f"{given.kind.name}], ...), DALI's multiple input sets",
+            None,
+            given.inputs,
         )
-        return [t.as_gpu(ctx.device_id or 0) for t in host]
+    base = [reference, *extra] if reference is not None else given.inputs
+    n = len(data)
+    batch_args = impl.target_batch_args(base, given.kind) if n else {}
+    ref_layout = reference.layout() if reference is not None else "HW"
+    first_more = 1 + len(extra) + (reference is not None)
 
-    # The target path ---------------------------------------------------------------------
-    def _move(
-        self,
-        ctx: Any,
-        kind: Kind,
-        own: list[TensorList],
-        companions: list[TensorList],
-        arg_inputs: dict[str, TensorList],
-    ) -> list[TensorList]:
-        data = own[0]
-        n = len(data)
-        reference = _reference(companions)
-        if kind.name == "mask":
-            # The image's geometry (its layout: a CHW image's axes), else the mask's own.
-            image = _first(companions, "image")
-            if image is not None:
-                _check_mask_sizes(self, data, image)
-            reference = image if image is not None else data
-        boxes = _first(companions, "boxes")
-        if kind.name == "labels":
-            if not companions:
-                raise self.fail(
-                    "got labels alone; labels travel with their boxes: give them in one call "
-                    f"with the images and boxes (fn.{self.schema.name}([images, boxes, "
-                    "labels], ...))",
-                    None,
-                    own,
-                )
-            if boxes is None:
-                return [data] * self.num_outputs
-        if kind.name == "polygons":
-            return [data] * self.num_outputs
-        if reference is None and (self.geometry_needs_size() or not _relative(kind)):
-            raise self.fail(
-                f"cannot move {kind} without the image they belong to (the transform depends "
-                f"on its size): give both in one call, fn.{self.schema.name}([images, "
-                f"{kind.name}], ...), DALI's multiple input sets",
-                None,
-                own,
+    def kernel(sample: Any, *others: Any, rng: Any = None, **args: Any) -> Any:
+        shape = others[len(extra)].shape if reference is not None else (1, 1)
+        geo = impl.geometry(shape, ref_layout, args, rng, others[: len(extra)])
+        return rule(np.asarray(sample), geo, *others[first_more - 1 :])
+
+    inputs = [data, *extra, *([reference] if reference is not None else []), *more]
+    call = SampleCall.of(
+        impl,
+        ctx,
+        inputs,
+        given.arg_inputs,
+        kernel=kernel,
+        batch_args=batch_args,
+        checked=range(1, 1 + len(extra)),
+    )
+    results = ctx.map(lambda i: call(i, [x._samples[i] for x in inputs]), n)
+    out = TensorList([r[0] for r in results], data.layout(), data._source_info)
+    return [out] * impl.num_outputs
+
+
+def move_masks(impl: MovesTargets, ctx: Any, given: Given) -> list[TensorList]:
+    """Masks: warped by the nearest neighbour with the image's geometry (the image's layout:
+    a CHW image's axes), else the mask's own."""
+    masks = given.inputs[0]
+    image = _first(given.companions, "image")
+    if image is not None:
+        _check_mask_sizes(impl, masks, image)
+    layout = masks.layout()
+    return _geometric_call(
+        impl,
+        ctx,
+        given,
+        image if image is not None else masks,
+        lambda sample, geo: warp_mask(sample, layout, geo),
+    )
+
+
+def move_boxes_rule(impl: MovesTargets, ctx: Any, given: Given) -> list[TensorList]:
+    """Boxes: by their corners, clipped; a box with no area left is dropped."""
+    kind = given.kind
+    return _geometric_call(
+        impl,
+        ctx,
+        given,
+        _reference(given.companions),
+        lambda sample, geo: move_boxes(sample, kind, geo)[0],
+    )
+
+
+def move_keypoints(impl: MovesTargets, ctx: Any, given: Given) -> list[TensorList]:
+    """Keypoints and vertices: point by point, never dropped."""
+    relative = _relative(given.kind)
+
+    def rule(points: np.ndarray, geo: Geometry) -> np.ndarray:
+        moved = move_points(points, geo, relative)
+        dtype = points.dtype if np.issubdtype(points.dtype, np.floating) else np.float32
+        return moved.reshape(points.shape).astype(dtype)
+
+    return _geometric_call(impl, ctx, given, _reference(given.companions), rule)
+
+
+def move_labels(impl: MovesTargets, ctx: Any, given: Given) -> list[TensorList]:
+    """Labels: filtered with their boxes (the boxes' rule); without boxes in the call they pass
+    through; alone they are refused."""
+    if not given.companions:
+        raise impl.fail(
+            "got labels alone; labels travel with their boxes: give them in one call "
+            f"with the images and boxes (fn.{impl.schema.name}([images, boxes, "
+            "labels], ...))",
+            None,
+            given.inputs,
+        )
+    boxes = _first(given.companions, "boxes")
+    if boxes is None:
+        return [given.inputs[0]] * impl.num_outputs
+    box_kind = boxes.kind
+
+    def rule(labels: np.ndarray, geo: Geometry, their_boxes: Any) -> np.ndarray:
+        _, keep = move_boxes(np.asarray(their_boxes), box_kind, geo)
+        if len(labels) != len(keep):
+            raise ValueError(
+                f"{len(labels)} labels for {len(keep)} boxes: labels that travel "
+                f"with boxes need one label per box"
             )
-        streams = ctx.streams(self.stream_key, n) if self.random else None
-        base_inputs = [reference, *own[1:]] if reference is not None else own
-        per_batch = self.batch_args(base_inputs) if n else {}
+        return labels[keep]
 
-        def one(i: int) -> Any:
-            args = self.sample_args(arg_inputs, i)
-            if per_batch:
-                args = {**args, **per_batch}
-            rng = streams.generator(i) if streams is not None else None
-            try:
-                if reference is not None:
-                    shape = reference._samples[i].shape
-                    layout = reference.layout()
-                    for k, batch in enumerate(base_inputs):
-                        if batch is not data:  # an image's checks do not fit a mask
-                            self.check_input(k, batch._samples[i], batch.layout())
-                else:  # relative coordinates, a transform that does not depend on the size
-                    shape, layout = (1, 1), "HW"
-                extra = tuple(batch._samples[i] for batch in own[1:])
-                geo = self.geometry(shape, layout, args, rng, extra)
-                sample = data._samples[i]
-                if kind.name == "mask":
-                    return warp_mask(np.asarray(sample), data.layout(), geo)
-                if kind.name == "boxes":
-                    return move_boxes(np.asarray(sample), kind, geo)[0]
-                if kind.name == "labels":
-                    _, keep = move_boxes(np.asarray(boxes._samples[i]), boxes.kind, geo)
-                    labels = np.asarray(sample)
-                    if len(labels) != len(keep):
-                        raise ValueError(
-                            f"{len(labels)} labels for {len(keep)} boxes: labels that travel "
-                            f"with boxes need one label per box"
-                        )
-                    return labels[keep]
-                points = np.asarray(sample)
-                moved = move_points(points, geo, _relative(kind))
-                dtype = points.dtype if np.issubdtype(points.dtype, np.floating) else np.float32
-                return moved.reshape(points.shape).astype(dtype)
-            except AugkitError:
-                raise
-            except Exception as exc:
-                raise self.fail(f"{type(exc).__name__}: {exc}", i, own) from exc
+    return _geometric_call(impl, ctx, given, _reference(given.companions), rule, [boxes])
 
-        results = ctx.map(one, n)
-        out = TensorList([finish(r) for r in results], data.layout(), data._source_info)
-        return [out] * self.num_outputs
+
+def pass_polygons(impl: MovesTargets, ctx: Any, given: Given) -> list[TensorList]:
+    """Polygons: [mask_idx, start_vertex, end_vertex] rows index vertices, which move: they
+    pass through unchanged."""
+    return [given.inputs[0]] * impl.num_outputs
+
+
+TARGET_RULES: dict[str, Kernel] = {
+    "mask": move_masks,
+    "boxes": move_boxes_rule,
+    "keypoints": move_keypoints,
+    "vertices": move_keypoints,
+    "labels": move_labels,
+    "polygons": pass_polygons,
+}
+"""The target kinds' entries of every geometric operator's kernel table (``MovesTargets``)."""
 
 
 def _relative(kind: Kind) -> bool:

@@ -43,8 +43,8 @@ is the inverse of the matrix the kernel samples with (``source_matrix``: the inp
 argument, ``inverse_map=False`` inverts), the output size ``round_size``'s. Masks: nearest
 neighbour from the exact points, class 0 outside whatever ``fill_value``, dtype kept. Sheared or
 rotated boxes become the axis-aligned box of their corners, clipped, or dropped with their
-labels. On the target path (``MovesTargets.moving``) the first input is not checked as an image
-of the kernel's types (a mask may be H×W, int32 or bool).
+labels. On the target path (the kernel table's target rules, targets.py) the target is not
+checked as an image of the kernel's types (a mask may be H×W, int32 or bool).
 """
 
 from __future__ import annotations
@@ -170,8 +170,7 @@ class WarpAffineImpl(MovesTargets):
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         if index == 0:
-            if not self.moving:
-                check_image("warp_affine", sample, layout, ("HWC",), _TYPES)
+            check_image("warp_affine", sample, layout, ("HWC",), _TYPES)
         elif sample.dtype.kind not in "fiu" or sample.shape != (2, 3):
             raise ValueError(
                 f"warp_affine's second input (the matrices) must hold one 2x3 float matrix per "

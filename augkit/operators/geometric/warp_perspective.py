@@ -167,8 +167,6 @@ class WarpPerspectiveImpl(MovesTargets):
         return Geometry.affine(m, (width, height), (out_w, out_h))
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        if self.moving and index == 0:
-            return  # a mask, boxes... (targets.py checks what it moves)
         if index == 1:
             if sample.dtype.kind not in "fiu" or sample.shape != (3, 3):
                 raise ValueError(
