@@ -292,6 +292,26 @@ def effective_keywords(controls: FunctionControls) -> dict[str, Any]:
     }
 
 
+def _unwrapped(function: Callable[..., Any]) -> Callable[..., Any]:
+    while isinstance(function, functools.partial):
+        function = function.func
+    return function
+
+
+def function_name(function: Callable[..., Any]) -> str:
+    """The name of ``function`` (partials unwrapped; "" for a callable with none)."""
+    return getattr(_unwrapped(function), "__name__", "")
+
+
+def parameter_names(function: Callable[..., Any]) -> set[str]:
+    """The names of the parameters of ``function`` (partials unwrapped; none when its
+    signature cannot be read)."""
+    try:
+        return set(inspect.signature(_unwrapped(function)).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
 def _hints(function: Callable[..., Any]) -> dict[str, Any]:
     """The function's type hints with ``Annotated`` kept (string annotations resolved where
     they can be; an unresolvable one is ignored)."""
