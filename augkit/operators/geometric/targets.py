@@ -358,9 +358,12 @@ class MovesTargets(SampleOperator):
     @classmethod
     def kernel_table(cls) -> dict[tuple[str, str], Kernel]:
         table = super().kernel_table()
+        devices = {device for device, _ in table}  # where the operator has image kernels
         for kind, rule in TARGET_RULES.items():
-            table[("cpu", kind)] = rule
-            table[("gpu", kind)] = _on_host(rule)
+            if "cpu" in devices:
+                table[("cpu", kind)] = rule
+            if "gpu" in devices:
+                table[("gpu", kind)] = _on_host(rule)
         return table
 
     def geometry(
