@@ -116,7 +116,7 @@ class DebugSession:
         self._impls: dict[int, OperatorImpl] = {}
         self._position = 0
         self._iteration = 0
-        self._partial = False
+        self._partial: bool | str = False
         self._iteration_batch: int | None = None
         # node id -> call position of the first node of a multiple-input-set call, whose seed
         # the other nodes of that call share (as the traced graph does).
@@ -132,7 +132,7 @@ class DebugSession:
         self._assumed = False
         self.redo = False
 
-    def begin(self, iteration: int, partial: bool) -> None:
+    def begin(self, iteration: int, partial: bool | str) -> None:
         self.release()
         self._position = 0
         self._iteration = iteration
@@ -312,7 +312,7 @@ class DebugRunner:
         """Whether the readers exist (they are made by the first ``run()``)."""
         return self.iteration > 0
 
-    def run(self, partial: bool, lead: str | None) -> Delivery:
+    def run(self, partial: bool | str, lead: str | None) -> Delivery:
         session = self.session
         states = {name: r.get_state() for name, r in session.readers().items()}
         iteration = self.iteration
@@ -342,7 +342,7 @@ class DebugRunner:
         self._output_names = [node.name for node in outputs]
         return Delivery(tuple(batches), self.last, session.notes)
 
-    def _run_definition(self, iteration: int, partial: bool) -> Sequence[DataNode]:
+    def _run_definition(self, iteration: int, partial: bool | str) -> Sequence[DataNode]:
         self.session.begin(iteration, partial)
         with tracing(self.session):  # type: ignore[arg-type]
             return self._definition()
@@ -396,6 +396,9 @@ class DebugRunner:
 
     def rerun(self, changed: Sequence[str] | None) -> tuple[TensorList, ...]:
         raise GraphError("rerun() needs a normal pipeline (debug mode has no graph)")
+
+    def pick(self, picks: dict[str, list[int]]) -> Delivery:
+        raise GraphError("pick() needs a normal pipeline (debug mode keeps no graph)")
 
     def run_keyed(self, keys: Any, iteration: int) -> Delivery:
         raise GraphError("run_keyed() needs a normal pipeline (not debug mode)")

@@ -252,7 +252,7 @@ class Executor:
         for name, state in states.items():
             readers[name].set_state(state)
 
-    def read(self, iteration: int, batch_size: int, partial: bool = False) -> ReadResult:
+    def read(self, iteration: int, batch_size: int, partial: bool | str = False) -> ReadResult:
         """Run the operators that make batches out of nothing (readers, external sources) for
         one iteration. Calls must come in iteration order."""
         notes = IterationNotes()
@@ -377,7 +377,7 @@ class Executor:
         self,
         iteration: int,
         batch_size: int,
-        partial: bool = False,
+        partial: bool | str = False,
         keys: np.ndarray | None = None,
     ) -> tuple[dict[DataNode, TensorList], IterationNotes]:
         """Compute one iteration: the batch of every node output that was run, and its notes

@@ -73,7 +73,7 @@ class Prefetcher:
         executor: Executor,
         first: int,
         batch_size: int,
-        partial: bool,
+        partial: bool | str,
         depth: int,
         lead: str | None = None,
     ) -> None:

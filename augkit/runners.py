@@ -7,17 +7,18 @@ pipeline asks it for everything mode-specific; nothing else in ``Pipeline`` test
 - ``PrefetchRunner``: the traced graph with iterations computed ahead (``augkit.prefetch``);
 - ``DebugRunner`` (``augkit.debug``): the definition run eagerly on every ``run()``.
 
-Each gives a ``Delivery`` per batch: the outputs, every node's batch (what ``Pipeline.value()``
-and the viewer show) and the iteration's notes (the samples skipped while making it). Runners
-also own the readers' positions as the user sees them: after a ``KeyboardInterrupt`` the
-interrupted batch is computed again by the next ``run()``.
+Each is a ``Runner`` (the protocol below: everything ``Pipeline`` asks of one) and gives a
+``Delivery`` per batch: the outputs, every node's batch (what ``Pipeline.value()`` and the
+viewer show) and the iteration's notes (the samples skipped while making it). Runners also own
+the readers' positions as the user sees them: after a ``KeyboardInterrupt`` the interrupted
+batch is computed again by the next ``run()``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from augkit.core import Engine
 from augkit.errors import GraphError
@@ -39,6 +40,88 @@ class Delivery:
     outputs: tuple[TensorList, ...]
     values: dict[DataNode, TensorList]
     notes: IterationNotes
+
+
+class Runner(Protocol):
+    """What ``Pipeline`` asks of its runner (``GraphRunner``, ``PrefetchRunner``,
+    ``augkit.debug.DebugRunner``), and nothing more: the pipeline's public methods of the same
+    names are these with the pipeline's own checks around them. A runner that cannot do
+    something (debug mode has no graph to rerun) raises ``GraphError`` saying so."""
+
+    @property
+    def readers_known(self) -> bool:
+        """Whether the readers exist (from build() on; in debug mode, once run() has run)."""
+        ...
+
+    # --- batches
+    def run(self, partial: bool | str, lead: str | None) -> Delivery:
+        """The next batch; ``partial``: stopped at the end of ``lead``'s epoch (True, or
+        ``operators.base.HOLES``: skipped samples leave holes)."""
+        ...
+
+    def run_keyed(self, keys: Any, iteration: int) -> Delivery:
+        """One batch whose random streams are keyed by ``keys`` (one per sample) and
+        ``iteration`` (``Pipeline.run_keyed``)."""
+        ...
+
+    def pick(self, picks: dict[str, list[int]]) -> Delivery:
+        """One batch of the samples ``picks`` (reader name -> indices), the readers left
+        where they were (``Pipeline.pick``)."""
+        ...
+
+    def rerun(self, changed: Sequence[str] | None) -> tuple[TensorList, ...]:
+        """The last batch's samples through the graph again (``Pipeline.rerun``)."""
+        ...
+
+    # --- readers and sources
+    def readers(self) -> dict[str, SourceOperator]:
+        """The readers, by name, in graph order."""
+        ...
+
+    def reader_state(self, name: str) -> Any:
+        """The position of reader ``name`` after the last batch the user got."""
+        ...
+
+    def has_sources(self) -> bool:
+        """Whether there is an external source (whose epoch ends at StopIteration)."""
+        ...
+
+    def source(self, name: str) -> Any:
+        """The operator of the external source ``name`` (``Pipeline.feed_input``)."""
+        ...
+
+    def reset(self) -> None:
+        """Every reader and external source to its next epoch."""
+        ...
+
+    def close(self, wait: bool = True) -> None:
+        """Stop the background work (``wait=False`` from a finalizer: join no thread)."""
+        ...
+
+    # --- looking inside
+    def nodes(self) -> dict[str, DataNode]:
+        """Every operator output by name, in graph order."""
+        ...
+
+    def operators(self) -> list[OperatorNode]:
+        """The operator nodes, in graph order (none in debug mode)."""
+        ...
+
+    def output_names(self) -> list[str]:
+        """The names of the outputs' nodes."""
+        ...
+
+    def value(self, name: str) -> TensorList:
+        """The batch of node ``name`` in the last run."""
+        ...
+
+    def set_function(self, name: str, function: Callable[..., Any]) -> None:
+        """Give the Python operator ``name`` a new function."""
+        ...
+
+    def set_arguments(self, name: str, values: dict[str, Any]) -> None:
+        """Give the built-in operator ``name`` new constant arguments."""
+        ...
 
 
 class GraphRunner:
@@ -74,7 +157,7 @@ class GraphRunner:
     readers_known = True  # the graph's readers exist from build() on
 
     # --- batches --------------------------------------------------------------------------------
-    def run(self, partial: bool, lead: str | None) -> Delivery:
+    def run(self, partial: bool | str, lead: str | None) -> Delivery:
         before = (self.iteration, self.last_iteration)
         states = self.executor.states()
         iteration = self.iteration
@@ -274,7 +357,7 @@ class PrefetchRunner(GraphRunner):
         self._prefetcher: Prefetcher | None = None
         self._consumed_states = self.executor.states()
 
-    def run(self, partial: bool, lead: str | None) -> Delivery:
+    def run(self, partial: bool | str, lead: str | None) -> Delivery:
         before = (self.iteration, self.last_iteration, self._consumed_states)
         try:
             if self._prefetcher is not None and self._prefetcher.partial != partial:

@@ -12,11 +12,15 @@ it), which the executor let go within the chain before the branch asked for it (
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
 from augkit import fn, pipeline_def, types
+from augkit.debug import DebugRunner
 from augkit.graph import OperatorNode, call_of, consumers, downstream, graph_order, upstream
+from augkit.runners import GraphRunner, PrefetchRunner, Runner
 
 IMAGES = "data/images"
 BATCH = 8
@@ -290,3 +294,17 @@ def test_a_condition_made_in_a_chain_is_kept_for_its_branch():
     np.testing.assert_array_equal(pipe.value("mean").as_array(), debug.value("mean").as_array())
     pipe.close()
     debug.close()
+
+
+# --- the runners are Runners ---------------------------------------------------------------------
+@pytest.mark.parametrize("runner", [GraphRunner, PrefetchRunner, DebugRunner])
+def test_each_runner_has_what_the_protocol_asks_with_its_parameters(runner):
+    members = [
+        name for name in vars(Runner) if not name.startswith("_") and name != "readers_known"
+    ]
+    assert "run" in members and "pick" in members
+    for name in members:
+        theirs = inspect.signature(getattr(runner, name)).parameters
+        ours = inspect.signature(getattr(Runner, name)).parameters
+        assert list(theirs) == list(ours), name
+    assert hasattr(runner, "readers_known")

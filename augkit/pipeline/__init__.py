@@ -83,7 +83,7 @@ from augkit.operators.base import HOLES
 from augkit.operators.readers.cursor import EpochPosition
 from augkit.operators.readers.pairing import check_pairing
 from augkit.random import resolve_seed
-from augkit.runners import GraphRunner, PrefetchRunner
+from augkit.runners import GraphRunner, PrefetchRunner, Runner
 from augkit.scopes import ScopeSamples, Undefined, cases_of
 from augkit.tensors import TensorList
 
@@ -194,7 +194,7 @@ class Pipeline:
         self._trace: list[OperatorNode] = []
         self._outputs: list[DataNode] | None = None
         self._engine: Engine | None = None
-        self._runner: Any = None  # GraphRunner, PrefetchRunner or DebugRunner (build())
+        self._runner: Runner | None = None  # GraphRunner, PrefetchRunner or DebugRunner (build())
         self._scheduled: list[tuple[TensorList, ...]] = []
         self.skipped: list[SkippedSample] = []
         self._delivered = 0  # batches run() gave (the allocator is trimmed now and then)
@@ -289,6 +289,7 @@ class Pipeline:
             # clean fallback (augkit.workers); an explicit "spawn"/"forkserver" is kept.
             None if start_method == "fork" else start_method,
         )
+        runner: Runner
         if self._debug:
             if self._definition is None and self._outputs is not None:
                 raise GraphError(
@@ -296,7 +297,7 @@ class Pipeline:
                     "use @pipeline_def(debug=True) or a define_graph() method instead of "
                     "'with pipe: pipe.set_outputs(...)'"
                 )
-            self._runner = DebugRunner(engine, self._call_definition, self._seed, self._batch_size)
+            runner = DebugRunner(engine, self._call_definition, self._seed, self._batch_size)
         else:
             if self._outputs is None:
                 with tracing(self._trace):
@@ -308,15 +309,22 @@ class Pipeline:
                 and settings["exec_pipelined"]
                 and not any(n.schema.role == "source" for n in nodes)
             )
-            runner = PrefetchRunner if asynchronous else GraphRunner
-            extra = {"depth": self._prefetch_depth()} if asynchronous else {}
-            self._runner = runner(
-                engine, self._outputs, nodes, self._trace, self._seed, self._batch_size, **extra
-            )
+            graph = (engine, self._outputs, nodes, self._trace, self._seed, self._batch_size)
+            if asynchronous:
+                runner = PrefetchRunner(*graph, depth=self._prefetch_depth())
+            else:
+                runner = GraphRunner(*graph)
+        self._runner = runner
         self._engine = engine
-        if self._runner.readers_known:
+        if runner.readers_known:
             # Two readers of aligned files (images and masks) whose orders could differ.
-            check_pairing(self._runner.readers())
+            check_pairing(runner.readers())
+
+    def _built(self) -> Runner:
+        """The runner, after ``build()`` (which picks it the first time)."""
+        self.build()
+        assert self._runner is not None  # build() made it, or raised
+        return self._runner
 
     def _adopt(self, definition: Callable[[], Any], where: str) -> None:
         """Make ``definition`` (a ``pipeline_def`` function) this pipeline's. A debug pipeline
@@ -394,9 +402,9 @@ class Pipeline:
             >>> bool((a == b[::-1]).all())
             True
         """
-        self.build()
+        runner = self._built()
         self.iter_setup()
-        delivery = self._runner.run_keyed(sample_keys(sample_ids), int(iteration))
+        delivery = runner.run_keyed(sample_keys(sample_ids), int(iteration))
         report_skips(delivery.notes.skipped, self.skipped, stacklevel=3)
         return delivery.outputs
 
@@ -416,9 +424,9 @@ class Pipeline:
         ``iter_setup`` pattern)."""
 
     def _run(self, partial: bool | str, lead: str | None = None) -> tuple[TensorList, ...]:
-        self.build()
+        runner = self._built()
         self.iter_setup()
-        delivery = self._runner.run(partial, lead)
+        delivery = runner.run(partial, lead)
         report_skips(delivery.notes.skipped, self.skipped, stacklevel=4)
         self._delivered += 1
         if self._delivered % backend.TRIM_EVERY == 0:
@@ -481,25 +489,26 @@ class Pipeline:
             >>> pipe.position()
             EpochPosition(epoch=0, delivered=4, size=15, samples=15)
         """
-        self.build()
+        runner = self._built()
         lead = self._lead(reader_name)
         if lead is None:
             return None
-        return lead.position(self._runner.reader_state(lead.name))
+        return lead.position(runner.reader_state(lead.name))
 
     def reader_names(self) -> list[str]:
         """The names of the pipeline's readers, in graph order (none in debug mode before
         the first ``run()``, which makes them)."""
-        self.build()
-        return list(self._runner.readers()) if self._runner.readers_known else []
+        runner = self._built()
+        return list(runner.readers()) if runner.readers_known else []
 
     def _lead(self, name: str | None) -> Any:
         """The reader ``name`` (default: the first), or None while the readers do not exist
         yet (debug mode, before the first run() has made them)."""
-        readers = self._runner.readers()
-        if not readers and not self._runner.readers_known:
+        runner = self._built()
+        readers = runner.readers()
+        if not readers and not runner.readers_known:
             return None
-        if not readers and name is None and self._runner.has_sources():
+        if not readers and name is None and runner.has_sources():
             return None  # an external source's epoch ends at its StopIteration
         if name is None and readers:
             return next(iter(readers.values()))
@@ -522,9 +531,9 @@ class Pipeline:
         Raises:
             GraphError: no external source of that name.
         """
-        self.build()
+        runner = self._built()
         name = data_node.name if isinstance(data_node, DataNode) else data_node
-        self._runner.source(name).feed(data, layout, **kwargs)
+        runner.source(name).feed(data, layout, **kwargs)
 
     def reset(self) -> None:
         """End the current epoch: every reader starts its next epoch from its first sample,
@@ -537,8 +546,7 @@ class Pipeline:
     def nodes(self) -> dict[str, DataNode]:
         """Every operator output of the graph by name, in graph order (the outputs included):
         what ``value(name)`` can show. In debug mode: the nodes of the last run."""
-        self.build()
-        return self._runner.nodes()
+        return self._built().nodes()
 
     def output_names(self) -> list[str]:
         """The names of the nodes the last ``run()`` returned, in order (what the viewer
@@ -681,17 +689,17 @@ class Pipeline:
             GraphError: a pipeline with an external source (its samples have no names) or no
                 reader, or in debug mode.
         """
-        self.build()
+        runner = self._built()
         if self._debug:
             raise GraphError("pick() needs a normal pipeline (debug mode keeps no graph)")
         if (names is None) == (labels is None):
             raise ArgumentError("pick(): give the samples' names or their labels (one of the two)")
-        if self._runner.has_sources():
+        if runner.has_sources():
             raise GraphError(
                 "pick(): this pipeline has an external source, whose samples have no names to "
                 "pick by; pick works on readers' samples"
             )
-        readers = self._runner.readers()
+        readers = runner.readers()
         lead = self._lead(reader)
         if lead is None or not readers:
             raise GraphError("pick(): this pipeline has no reader to pick samples from")
@@ -714,7 +722,7 @@ class Pipeline:
                     f"{len(lead.sample_names())}: samples are picked by position in each"
                 )
             picks[name] = indices
-        delivery = self._runner.pick(picks)
+        delivery = runner.pick(picks)
         report_skips(delivery.notes.skipped, self.skipped, stacklevel=3)
         return delivery.outputs
 
@@ -735,8 +743,7 @@ class Pipeline:
         """Give the Python operator ``name`` a new function (the viewer's sliders and edits);
         ``rerun([name])`` then recomputes what follows it on the cached batch. Batches computed
         ahead with the old function are dropped, so the next ``run()`` uses the new one."""
-        self.build()
-        self._runner.set_function(name, function)
+        self._built().set_function(name, function)
 
     def set_arguments(self, name: str, **values: Any) -> None:
         """Give the built-in operator ``name`` new constant arguments (the viewer's sliders for
@@ -751,8 +758,7 @@ class Pipeline:
             ArgumentError: a value the operator refuses, or an argument that takes per-sample
                 values from another node.
         """
-        self.build()
-        self._runner.set_arguments(name, values)
+        self._built().set_arguments(name, values)
 
     def profile(self) -> Profile:
         """Wall time per operator: the last iteration's and the mean over every run so far
@@ -761,12 +767,12 @@ class Pipeline:
 
     def epoch_size(self, name: str | None = None) -> int | dict[str, int]:
         """Samples in one epoch of the reader ``name``, or ``{name: size}`` for every reader."""
-        self.build()
-        if not self._runner.readers_known:
+        runner = self._built()
+        if not runner.readers_known:
             raise GraphError("in debug mode the readers exist once run() has run the definition")
         if name is not None:
             return self._lead(name).epoch_size()
-        return {n: r.epoch_size() for n, r in self._runner.readers().items()}
+        return {n: r.epoch_size() for n, r in runner.readers().items()}
 
     def reader_meta(self, name: str | None = None) -> dict[str, Any]:
         """DALI's ``reader_meta``: ``epoch_size``, ``epoch_size_padded``, ``number_of_shards``,
@@ -776,11 +782,11 @@ class Pipeline:
         ``shuffle_after_epoch``) and ``skips_samples`` (a decoder with ``on_error="skip"``
         may leave samples out), which tell the iterators to walk the reader's own epochs
         (``augkit.plugin.base_iterator``)."""
-        self.build()
-        if not self._runner.readers_known:
+        runner = self._built()
+        if not runner.readers_known:
             raise GraphError("in debug mode the readers exist once run() has run the definition")
         if name is None:
-            return {n: self.reader_meta(n) for n in self._runner.readers()}
+            return {n: self.reader_meta(n) for n in runner.readers()}
         reader = self._lead(name)
         sharding = reader.cursor.sharding
         return {
@@ -799,11 +805,11 @@ class Pipeline:
         annotations with category names (``readers.coco``) has a ``class_names()`` method; the
         viewer and ``augkit.viz`` name boxes and tiles with it (``readers.file`` names its labels
         by their class folders). Empty when no reader does."""
-        self.build()
-        if not self._runner.readers_known:
+        runner = self._built()
+        if not runner.readers_known:
             return {}
         names: dict[int, str] = {}
-        for reader in self._runner.readers().values():
+        for reader in runner.readers().values():
             method = getattr(reader, "class_names", None)
             if callable(method):
                 names.update(method())
