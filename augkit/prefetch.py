@@ -93,8 +93,9 @@ class Prefetcher:
         # One lock, two conditions: the producer thread waits for permission to produce (and
         # is not woken, nor made to take the GIL, by what only concerns run(): a new batch),
         # run() waits for a batch.
-        self._cond = threading.Condition()
-        self._producer = threading.Condition(self._cond)
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)
+        self._producer = threading.Condition(lock)
         self._stopping = False
         self._ended = False  # no iteration will be produced any more
         self._pool = ThreadPoolExecutor(depth, "augkit-iteration")

@@ -59,6 +59,7 @@ import hashlib
 import inspect
 import os
 from collections.abc import Callable, Iterator, Sequence
+from types import TracebackType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -257,9 +258,14 @@ class Pipeline:
         Pipeline._current.append(self)
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         Pipeline._current.remove(self)
-        self._tracing.__exit__(*exc)
+        self._tracing.__exit__(exc_type, exc, traceback)
 
     # --- running -------------------------------------------------------------------------------
     def build(self) -> None:
@@ -709,7 +715,7 @@ class Pipeline:
                 lead, lead_name, [names] if isinstance(names, str) else names
             )
         else:
-            wanted = [labels] if isinstance(labels, int | str) else list(labels)
+            wanted = [labels] if isinstance(labels, int | str) else list(labels or ())
             indices = _indices_by_label(
                 lead, lead_name, wanted, self.class_names(), self.batch_size
             )
