@@ -59,14 +59,14 @@ def overlay_args(impl: Any, arg_inputs: dict[str, TensorList], i: int) -> dict[s
     for key, batch in arg_inputs.items():
         try:
             args[key] = impl.schema.arguments[key].check(
-                backend.to_cpu(batch._samples[i]), impl.label()
+                backend.to_cpu(batch.samples[i]), impl.label()
             )
         except ArgumentError as exc:
             raise OperatorError(
                 str(exc),
                 operator=impl.label(),
                 sample_index=i,
-                source_info=batch._source_info[i],
+                source_info=batch.sources[i],
             ) from None
     return args
 
@@ -149,7 +149,7 @@ class SampleCall:
             n,
             arg_inputs,
             [x.layout() for x in inputs],
-            inputs[0]._source_info if inputs else None,
+            inputs[0].sources if inputs else None,
             ctx.streams(impl.stream_key, n) if getattr(impl, "random", False) else None,
             batch_args,
             checked,

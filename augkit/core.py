@@ -161,7 +161,7 @@ class _Chain:
         # Layouts and sources of every batch the chain reads or makes, before it runs (the
         # operators' output_layout looks at their inputs' layouts only).
         self.layout = {d: b.layout() for d, b in values.items()}
-        self.sources: dict[DataNode, Sequence[str]] = {d: b._source_info for d, b in values.items()}
+        self.sources: dict[DataNode, Sequence[str]] = {d: b.sources for d, b in values.items()}
         for node in nodes:
             impl = impls[node.id]
             shells = [TensorList([], self.layout[d]) for d in node.inputs]
@@ -200,7 +200,7 @@ class _Chain:
                     node,
                     call,
                     [
-                        (self.slot[d], None) if d in self.slot else (-1, values[d]._samples)
+                        (self.slot[d], None) if d in self.slot else (-1, values[d].samples)
                         for d in node.inputs
                     ],
                     [self.slot[d] for d in node.outputs],

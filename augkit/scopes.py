@@ -136,7 +136,7 @@ def cases_of(batch: Any, choice: Choice) -> np.ndarray:
         OperatorError: a sample's value is not a scalar, or not a number (an ``if``) or not an
             integer (a choice among several).
     """
-    samples = batch._samples if hasattr(batch, "_samples") else list(batch)
+    samples = batch.samples if hasattr(batch, "samples") else list(batch)
     dense = getattr(batch, "_dense", None)
     if dense is not None and dense.ndim == 1:
         values = np.asarray(dense)

@@ -176,6 +176,24 @@ class TensorList:
             return part
         return Tensor(self._samples[index], self._layout, self._source_info[index], self.kind)
 
+    # --- augkit's accessors: what operators, runners and clients read, without a copy -------
+    @property
+    def samples(self) -> list[Any]:
+        """The sample arrays as the graph keeps them (NumPy or CuPy; read-only on the CPU), not
+        copied: read them, never change the list (``at`` gives a writable copy)."""
+        return self._samples
+
+    @property
+    def sources(self) -> list[str]:
+        """Each sample's ``source_info`` (its file path, or ""), not copied: never change it."""
+        return self._source_info
+
+    @property
+    def dense(self) -> Any:
+        """The one (N, ...) array the samples are rows of (``from_array``), or ``None``: what
+        batch kernels work on."""
+        return self._dense
+
     def at(self, index: int) -> np.ndarray:
         """A writable NumPy copy of sample ``index``."""
         return np.array(backend.to_cpu(self._samples[index]))

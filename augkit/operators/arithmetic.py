@@ -337,7 +337,7 @@ class Arithmetic(SampleOperator):
     def cpu_batch(
         self, ctx: Any, inputs: Sequence[TensorList], arg_inputs: dict[str, TensorList]
     ) -> list[TensorList] | None:
-        dense = [batch._dense for batch in inputs]
+        dense = [batch.dense for batch in inputs]
         if any(d is None or not isinstance(d, np.ndarray) or d.ndim == 0 for d in dense):
             return None
         aligned = _aligned(dense)

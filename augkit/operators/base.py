@@ -185,14 +185,14 @@ class OperatorImpl:
         return dtype.numpy if isinstance(dtype, DALIDataType) else None
 
     def fail(self, message: str, index: int | None, inputs: Sequence[TensorList]) -> OperatorError:
-        source = inputs[0]._source_info[index] if inputs and index is not None else ""
+        source = inputs[0].sources[index] if inputs and index is not None else ""
         return OperatorError(message, operator=self.label(), sample_index=index, source_info=source)
 
 
 def dense_batch(inputs: Sequence[TensorList]) -> Any:
     """The one array of a dense batch (``TensorList.from_array``), or None: what batch kernels
     work on."""
-    return inputs[0]._dense if inputs and inputs[0]._dense is not None else None
+    return inputs[0].dense if inputs and inputs[0].dense is not None else None
 
 
 ANY_KIND = "*"
@@ -311,7 +311,7 @@ class SampleOperator(OperatorImpl):
                 return outs
         call = SampleCall.of(self, ctx, inputs, arg_inputs)
         return self.outputs_of(
-            ctx.map(lambda i: call(i, [x._samples[i] for x in inputs]), call.n), inputs
+            ctx.map(lambda i: call(i, [x.samples[i] for x in inputs]), call.n), inputs
         )
 
     def outputs_of(
@@ -319,7 +319,7 @@ class SampleOperator(OperatorImpl):
     ) -> list[TensorList]:
         """The output batches of per-sample ``results`` (one tuple of outputs per sample),
         with the outputs' layouts and the first input's ``source_info``."""
-        source = inputs[0]._source_info if inputs else None
+        source = inputs[0].sources if inputs else None
         return [
             TensorList(
                 [finish(r[k]) for r in results],
@@ -333,7 +333,7 @@ class SampleOperator(OperatorImpl):
     def dense_output(self, array: Any, inputs: Sequence[TensorList], index: int = 0) -> TensorList:
         """What a batch kernel returns for output ``index``: ``array`` (first axis: the batch)
         as a read-only dense batch with this operator's layout and the input's sources."""
-        source = inputs[0]._source_info if inputs else None
+        source = inputs[0].sources if inputs else None
         return TensorList.from_array(finish(array), self.output_layout(index, inputs), source)
 
 
@@ -375,7 +375,7 @@ class RandomOperator(OperatorImpl):
             raise
         except Exception as exc:
             raise self.fail(f"{type(exc).__name__}: {exc}", None, inputs) from exc
-        source = inputs[0]._source_info if inputs else None
+        source = inputs[0].sources if inputs else None
         return [TensorList.from_array(finish(values), "", source)]
 
 

@@ -271,7 +271,7 @@ class RandomBBoxCropImpl(SampleOperator):
             configs: dict[int, _Config] = {}  # by dimension, when no argument is per-sample
             for i in range(p * _PART, min(n, (p + 1) * _PART)):
                 args = call.sample_args(i)
-                data = [x._samples[i] for x in inputs]
+                data = [x.samples[i] for x in inputs]
                 try:
                     call.check(data)
                     ndim = data[0].shape[1] // 2

@@ -56,12 +56,12 @@ class Split(OperatorImpl):
         data, selector = inputs
         cases = cases_of(selector, _choice(self.args))
         keep = np.flatnonzero(cases == self.args["case"])
-        infos = data._source_info
+        infos = data.sources
         out = TensorList(
-            [data._samples[i] for i in keep],
+            [data.samples[i] for i in keep],
             data.layout(),
             [infos[i] for i in keep],
-            dtype=data.dtype.numpy if not len(keep) and data._samples else None,
+            dtype=data.dtype.numpy if not len(keep) and data.samples else None,
             kind=data.kind,
         )
         return [out]
@@ -91,8 +91,8 @@ class Merge(OperatorImpl):
                     operator=choice.label,
                     sample_index=i,
                 )
-            samples.append(branches[k]._samples[taken[k]])
-            infos.append(branches[k]._source_info[taken[k]])
+            samples.append(branches[k].samples[taken[k]])
+            infos.append(branches[k].sources[taken[k]])
             taken[k] += 1
         first = filled[0][1] if filled else (branches[0] if branches else None)
         layout = first.layout() if first is not None else ""
@@ -107,7 +107,7 @@ class Merge(OperatorImpl):
         (k0, first), *others = filled
 
         def describe(batch: TensorList) -> tuple[str, int, str]:
-            sample = batch._samples[0]  # NumPy or CuPy: read its metadata, not its data
+            sample = batch.samples[0]  # NumPy or CuPy: read its metadata, not its data
             return _c_name(np.dtype(sample.dtype)), int(sample.ndim), batch.layout()
 
         want = describe(first)
@@ -206,14 +206,14 @@ class LogicalCheck(OperatorImpl):
             f"inputs{wanted}, that are placed on CPU."
         )
         side_text = f"as the {side} argument " if side else ""
-        for i, sample in enumerate(batch._samples):
+        for i, sample in enumerate(batch.samples):
             if backend.is_gpu_array(sample):  # DALI refuses GPU operands (its words)
                 raise OperatorError(
                     f"{prefix} Got a GPU input {side_text}in logical expression{where}. Move "
                     "it with .cpu() first.",
                     operator=self.name,
                     sample_index=i,
-                    source_info=batch._source_info[i],
+                    source_info=batch.sources[i],
                 )
             if np.ndim(sample) != 0:
                 raise OperatorError(
@@ -221,9 +221,9 @@ class LogicalCheck(OperatorImpl):
                     f"expression{where}.",
                     operator=self.name,
                     sample_index=i,
-                    source_info=batch._source_info[i],
+                    source_info=batch.sources[i],
                 )
-        values = np.array([np.asarray(s).reshape(()) for s in batch._samples])
+        values = np.array([np.asarray(s).reshape(()) for s in batch.samples])
         if len(values) and (
             values.dtype.kind != "b" if not negate else values.dtype.kind not in "biuf"
         ):
@@ -233,9 +233,7 @@ class LogicalCheck(OperatorImpl):
                 operator=self.name,
             )
         values = values.astype(bool) if len(values) else np.zeros(0, bool)
-        return [
-            TensorList.from_array(finish(~values if negate else values), "", batch._source_info)
-        ]
+        return [TensorList.from_array(finish(~values if negate else values), "", batch.sources)]
 
 
 def _c_name(dtype: np.dtype) -> str:

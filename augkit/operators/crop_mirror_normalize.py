@@ -170,7 +170,7 @@ class CropMirrorNormalize(MovesTargets, ImageOperator):
     def target_batch_args(self, inputs: Sequence[TensorList], kind: Kind) -> dict[str, Any]:
         if kind.name == "mask":  # an H×W label map has no channel axis
             batch = inputs[0]
-            return {"layout": image_layout(batch.layout(), batch._samples[0].ndim)}
+            return {"layout": image_layout(batch.layout(), batch.samples[0].ndim)}
         return super().target_batch_args(inputs, kind)
 
     def geometry(

@@ -252,7 +252,7 @@ class Erase(SampleOperator):
         sample copied and filled on the pool. ``None`` (the per-sample kernel runs, and names
         what is wrong) for anything else."""
         batch = inputs[0]
-        samples = batch._samples
+        samples = batch.samples
         n = len(samples)
         if n < 2 or not set(arg_inputs) <= {"anchor", "shape", "fill_value"}:
             return None
@@ -328,7 +328,7 @@ def _column(batch: TensorList, n: int) -> np.ndarray | None:
     """An argument input as an (n, values) float64 array, when every sample is a finite real
     array of one size (what ``to_floats`` gives, sample by sample); ``None`` otherwise (the
     per-sample path converts and names what is wrong)."""
-    values = batch._samples
+    values = batch.samples
     if len(values) != n or any(not isinstance(v, np.ndarray) for v in values):
         return None
     if len({v.size for v in values}) != 1 or any(v.dtype.kind not in "iuf" for v in values):

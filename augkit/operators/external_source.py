@@ -368,9 +368,9 @@ Parts = tuple[Any, str]
 
 def _batch_parts(value: Any, cpu_only: bool) -> Parts:
     if isinstance(value, TensorList):
-        if value._dense is not None:
-            return _as_array(value._dense, cpu_only)[0], value.layout()
-        return [_as_array(s, cpu_only)[0] for s in value._samples], value.layout()
+        if value.dense is not None:
+            return _as_array(value.dense, cpu_only)[0], value.layout()
+        return [_as_array(s, cpu_only)[0] for s in value.samples], value.layout()
     if isinstance(value, (list, tuple)):
         samples = [_as_array(s, cpu_only) for s in value]
         return [a for a, _ in samples], samples[0][1] if samples else ""

@@ -112,7 +112,7 @@ class ImageOperator(SampleOperator):
 
     def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
         batch = inputs[0]
-        ndim = batch._samples[0].ndim
+        ndim = batch.samples[0].ndim
         return {"layout": image_layout(batch.layout(), ndim, need_channel=self.need_channel)}
 
 

@@ -498,7 +498,7 @@ class Normalize(SampleOperator):
         """``cpu_batch`` on the samples' array module (CuPy), with float32 statistics."""
         if not self.args["batch"]:
             return None
-        samples = inputs[0]._samples
+        samples = inputs[0].samples
         xp = backend.array_module(samples[0]) if samples else np
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             return [self._run_batch(ctx, inputs[0], xp)]
@@ -507,10 +507,10 @@ class Normalize(SampleOperator):
         """``batch=True``: one mean and stddev, over the reduced axes of all samples (float64
         sums on the CPU, float32 ones elsewhere: ``float_sums``)."""
         a = self.args
-        samples = [np.asarray(s) if xp is np else s for s in batch._samples]
+        samples = [np.asarray(s) if xp is np else s for s in batch.samples]
         layout = batch.layout()
         if not samples:
-            return TensorList([], layout, batch._source_info, dtype=a["dtype"].numpy)
+            return TensorList([], layout, batch.sources, dtype=a["dtype"].numpy)
         for i, s in enumerate(samples):
             try:
                 self.check_input(0, s, layout)
@@ -554,7 +554,7 @@ class Normalize(SampleOperator):
             lambda i: finish(self.apply(samples[i], m, inv, a["shift"], a["dtype"], xp)),
             len(samples),
         )
-        return TensorList(outs, layout, batch._source_info, dtype=a["dtype"].numpy)
+        return TensorList(outs, layout, batch.sources, dtype=a["dtype"].numpy)
 
 
 register(

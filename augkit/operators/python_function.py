@@ -201,14 +201,14 @@ class PythonFunction(OperatorImpl):
             outputs = self._run_batch(ctx, inputs, n)
         else:
             outputs = self._run_samples(ctx, inputs, n)
-        source = inputs[0]._source_info if inputs else None
+        source = inputs[0].sources if inputs else None
         return [TensorList(samples, self.layouts[k], source) for k, samples in enumerate(outputs)]
 
     def _run_samples(
         self, ctx: RunContext, inputs: Sequence[TensorList], n: int
     ) -> list[list[Any]]:
         seeds = ctx.streams(self.stream_key, n).seeds().tolist()
-        calls = [_Call(i, [batch._samples[i] for batch in inputs], seeds[i]) for i in range(n)]
+        calls = [_Call(i, [batch.samples[i] for batch in inputs], seeds[i]) for i in range(n)]
         results = self._call_all(ctx, calls, inputs)
         outputs: list[list[Any]] = [[] for _ in range(self.num_outputs)]
         for i, result in enumerate(results):
@@ -221,7 +221,7 @@ class PythonFunction(OperatorImpl):
     def _run_batch(self, ctx: RunContext, inputs: Sequence[TensorList], n: int) -> list[list[Any]]:
         call = _Call(
             None,
-            [list(batch._samples) for batch in inputs],
+            [list(batch.samples) for batch in inputs],
             batch_seed(self.stream_key, ctx.iteration),
         )
         (result,) = self._call_all(ctx, [call], inputs)
@@ -615,7 +615,7 @@ def _index_of(exc: BaseException, index: int | None) -> int | None:
 
 def _batch_files(batch: TensorList) -> str:
     n = len(batch)
-    names = [name for name in batch._source_info if name]
+    names = [name for name in batch.sources if name]
     head = f"samples 0-{n - 1}" if n > 1 else f"{n} sample(s)"
     if not names:
         return head

@@ -102,11 +102,11 @@ def keep_screened(
     for i, value in enumerate(values):
         if isinstance(value, Rejected):
             ctx.notes.skipped.append(
-                SkippedSample(name, "", batch._source_info[i], "", value.reason, ctx.iteration)
+                SkippedSample(name, "", batch.sources[i], "", value.reason, ctx.iteration)
             )
     return TensorList(
         [place(values[i]) for i in keep],
         layout,
-        [batch._source_info[i] for i in keep],
+        [batch.sources[i] for i in keep],
         dtype=dtype,
     )

@@ -237,13 +237,13 @@ class BboxRotate(SampleOperator):
         angles and sizes): the same float32 operations as the per-sample kernel, element by
         element, so the same result (tests/operators/test_boxes.py checks it)."""
         n = len(inputs[0])
-        if n < 2 or any(not isinstance(s, np.ndarray) for x in inputs for s in x._samples):
+        if n < 2 or any(not isinstance(s, np.ndarray) for x in inputs for s in x.samples):
             return None
         angles, sizes, counts = [], [], []
         for i in range(n):
             args = self.sample_args(arg_inputs, i)
-            boxes = inputs[0]._samples[i]
-            labels = inputs[1]._samples[i] if len(inputs) > 1 else None
+            boxes = inputs[0].samples[i]
+            labels = inputs[1].samples[i] if len(inputs) > 1 else None
             try:
                 angle, in_wh, out_wh = self._geometry(boxes, labels, args)
             except ValueError as exc:
@@ -259,7 +259,7 @@ class BboxRotate(SampleOperator):
         columns = [trig[:, k : k + 1] for k in range(2)] + [
             geometry[:, k : k + 1] for k in range(4)
         ]
-        boxes = np.concatenate([np.asarray(b).reshape(-1, 4) for b in inputs[0]._samples])
+        boxes = np.concatenate([np.asarray(b).reshape(-1, 4) for b in inputs[0].samples])
         out, kept = _rotate(
             boxes,
             *columns,
@@ -269,7 +269,7 @@ class BboxRotate(SampleOperator):
             args["bbox_normalized"],
         )
         bounds = np.searchsorted(kept, np.cumsum([0, *counts]))
-        source = inputs[0]._source_info
+        source = inputs[0].sources
         outputs = [
             TensorList([finish(out[bounds[i] : bounds[i + 1]]) for i in range(n)], "", source)
         ]
@@ -278,7 +278,7 @@ class BboxRotate(SampleOperator):
             labels = [
                 finish(
                     np.ascontiguousarray(
-                        inputs[1]._samples[i][kept[bounds[i] : bounds[i + 1]] - starts[i]]
+                        inputs[1].samples[i][kept[bounds[i] : bounds[i + 1]] - starts[i]]
                     )
                 )
                 for i in range(n)

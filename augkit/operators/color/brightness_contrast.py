@@ -165,7 +165,7 @@ def _float_column(
     batch = arg_inputs.get(key)
     if batch is None:
         return None
-    dense = batch._dense
+    dense = batch.dense
     if (
         isinstance(dense, np.ndarray)
         and dense.dtype.kind in "fiu"

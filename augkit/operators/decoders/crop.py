@@ -138,7 +138,7 @@ class _CropDecoder(ImageDecoder):
             args = self.sample_args(arg_inputs, i)
             if streams is not None:
                 args = {**args, "rng": streams.generator(i)}
-            extra = [x._samples[i] for x in inputs[1:]]
+            extra = [x.samples[i] for x in inputs[1:]]
             try:
                 anchor, size = self.window(image, *extra, **args)
                 out = _cut(image, anchor, size, self.op_name)

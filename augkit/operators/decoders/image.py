@@ -393,7 +393,7 @@ class ImageDecoder(SampleOperator):
         """Each sample of ``batch`` decoded (JPEGs on the GPU, the rest on the CPU: a CuPy or a
         NumPy array, see ``place``), or the exception that says why it cannot be."""
         self._device_id = ctx.device_id or 0
-        samples = batch._samples
+        samples = batch.samples
         values: list[Any] = [None] * len(samples)
         good = []
         for i, sample in enumerate(samples):
@@ -465,7 +465,7 @@ class ImageDecoder(SampleOperator):
             ]
 
         def one(i: int) -> Any:
-            sample = batch._samples[i]
+            sample = batch.samples[i]
             try:
                 self.check_input(0, sample, batch.layout())
                 return self.cpu(sample, **self.args)

@@ -361,7 +361,7 @@ class Filter(kernels.FilterOperator):
 
         def one(i: int) -> None:
             args = {**self.sample_args(arg_inputs, i), "layout": layout}
-            samples = [batch._samples[i] for batch in inputs]
+            samples = [batch.samples[i] for batch in inputs]
             try:
                 for k, (sample, batch) in enumerate(zip(samples, inputs, strict=True)):
                     self.check_input(k, sample, batch.layout())

@@ -171,7 +171,7 @@ class Pad(MovesTargets, SampleOperator):
         return False  # a sample's output depends on the whole batch (its largest extents)
 
     def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
-        samples = inputs[0]._samples
+        samples = inputs[0].samples
         ndim = samples[0].ndim
         same = [s.shape for s in samples if s.ndim == ndim]
         batch_max = tuple(np.max(same, axis=0).tolist()) if ndim else ()
@@ -180,7 +180,7 @@ class Pad(MovesTargets, SampleOperator):
     def target_batch_args(self, inputs: Sequence[TensorList], kind: Kind) -> dict[str, Any]:
         args = self.batch_args(inputs)
         if kind.name == "mask":
-            args["layout"] = sample_layout(args["layout"], inputs[0]._samples[0].ndim)
+            args["layout"] = sample_layout(args["layout"], inputs[0].samples[0].ndim)
         return args
 
     def cpu(
@@ -237,7 +237,7 @@ def _with_image(kind: Any, companions: Sequence[TensorList]) -> bool:
     fill_value=-1)``)."""
     wanted = ("image",) if kind.name == "mask" else ("image", "mask")
     return any(
-        b.kind.name in wanted or (b.kind.is_generic and len(b) > 0 and np.ndim(b._samples[0]) >= 2)
+        b.kind.name in wanted or (b.kind.is_generic and len(b) > 0 and np.ndim(b.samples[0]) >= 2)
         for b in companions
     )
 

@@ -343,7 +343,7 @@ class MultiPaste(SampleOperator):
             )
 
     def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
-        return {"batches": [batch._samples for batch in inputs]}
+        return {"batches": [batch.samples for batch in inputs]}
 
     def cpu(
         self,
@@ -482,7 +482,7 @@ class MultiPaste(SampleOperator):
         time. It declines (``None``: the per-sample path runs and names what is wrong) when a
         value is not of the plain kinds, the canvases would differ, or a sample fails."""
         n = len(inputs[0]) if inputs else 0
-        batches = [batch._samples for batch in inputs]
+        batches = [batch.samples for batch in inputs]
         if n < 2 or any(not isinstance(s, np.ndarray) for b in batches for s in b):
             return None
         first = batches[0][0]
@@ -497,7 +497,7 @@ class MultiPaste(SampleOperator):
             convert = _FAST.get(key)
             if convert is None:
                 return None
-            values = [convert(v) if isinstance(v, np.ndarray) else None for v in batch._samples]
+            values = [convert(v) if isinstance(v, np.ndarray) else None for v in batch.samples]
             if any(v is None for v in values):
                 return None
             columns[key] = values
@@ -568,7 +568,7 @@ class MultiPaste(SampleOperator):
         columns = {}
         for key, ndim in (("in_ids", 1), ("in_anchors", 2), ("shapes", 2), ("out_anchors", 2)):
             if key in arg_inputs:
-                values = arg_inputs[key]._samples
+                values = arg_inputs[key].samples
                 if any(
                     not isinstance(v, np.ndarray)
                     or v.dtype.kind not in "iu"

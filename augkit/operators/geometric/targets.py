@@ -325,8 +325,8 @@ def _shapes_on_host(batch: TensorList) -> TensorList:
         return batch
     if batch.kind.name not in _PIXEL_KINDS:
         return batch.as_cpu()
-    samples = [np.broadcast_to(np.zeros((), s.dtype), s.shape) for s in batch._samples]
-    return TensorList(samples, batch.layout(), batch._source_info, kind=batch.kind)
+    samples = [np.broadcast_to(np.zeros((), s.dtype), s.shape) for s in batch.samples]
+    return TensorList(samples, batch.layout(), batch.sources, kind=batch.kind)
 
 
 def _on_host(rule: Kernel) -> Kernel:
@@ -434,8 +434,8 @@ def _geometric_call(
         batch_args=batch_args,
         checked=range(1, 1 + len(extra)),
     )
-    results = ctx.map(lambda i: call(i, [x._samples[i] for x in inputs]), n)
-    out = TensorList([r[0] for r in results], data.layout(), data._source_info)
+    results = ctx.map(lambda i: call(i, [x.samples[i] for x in inputs]), n)
+    out = TensorList([r[0] for r in results], data.layout(), data.sources)
     return [out] * impl.num_outputs
 
 
@@ -536,7 +536,7 @@ def _reference(companions: Sequence[TensorList]) -> TensorList | None:
         if found is not None:
             return found
     for batch in companions:
-        if batch.kind.is_generic and len(batch) and np.ndim(batch._samples[0]) >= 2:
+        if batch.kind.is_generic and len(batch) and np.ndim(batch.samples[0]) >= 2:
             return batch
     return None
 
@@ -548,9 +548,9 @@ def _first(batches: Sequence[TensorList], kind: str) -> TensorList | None:
 def _check_mask_sizes(impl: MovesTargets, masks: TensorList, images: TensorList) -> None:
     for i in range(len(masks)):
         m = image_size(
-            masks._samples[i].shape, masks.layout() if masks._samples[i].ndim == 3 else "HW"
+            masks.samples[i].shape, masks.layout() if masks.samples[i].ndim == 3 else "HW"
         )
-        im = image_size(images._samples[i].shape, images.layout())
+        im = image_size(images.samples[i].shape, images.layout())
         if m != im:
             raise impl.fail(
                 f"the mask is {m[0]}×{m[1]} (width×height) but its image is {im[0]}×{im[1]}; a "

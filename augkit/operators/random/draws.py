@@ -119,7 +119,7 @@ class Draws(RandomOperator):
             shapes = [tuple(self.sample_args(arg_inputs, i)["shape"]) for i in range(n)]
         shapes = self.sample_shapes(inputs, shapes, n)
         columns = self.param_columns(arg_inputs, n)
-        source = inputs[0]._source_info if inputs else None
+        source = inputs[0].sources if inputs else None
         try:
             if n and all(s == shapes[0] for s in shapes) and self.uniform_params(columns):
                 streams = ctx.streams(self.stream_key, n)

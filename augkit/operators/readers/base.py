@@ -180,7 +180,7 @@ class Reader(SourceOperator):
     ) -> list[TensorList]:
         kept, skipped = [], []
         for i, value in enumerate(values):
-            name = outputs[output]._source_info[i]
+            name = outputs[output].sources[i]
             if isinstance(value, Rejected):
                 self._failed_in_row += 1
                 path = self._path_of_name(name)
@@ -189,7 +189,7 @@ class Reader(SourceOperator):
                 )
             else:
                 self._failed_in_row = 0
-                data = tuple(out._samples[i] for out in outputs)
+                data = tuple(out.samples[i] for out in outputs)
                 kept.append(_Kept(data, name, {operator: value}))
         screens = [(output, operator, screen)]
         if self.picked is not None:

@@ -63,7 +63,7 @@ def static_cast(value: float, dtype: np.dtype) -> Any:
 
 class OneHot(TensorOperator):
     def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
-        samples = inputs[0]._samples
+        samples = inputs[0].samples
         scalars = all(np.ndim(s) == 0 for s in samples) or (
             self.args["axis"] is None and all(np.size(s) == 1 for s in samples)
         )

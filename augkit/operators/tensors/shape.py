@@ -95,7 +95,7 @@ class TensorOperator(SameBatchSize, SampleOperator):
         outs = super().run(ctx, inputs, arg_inputs)
         if not outs or not len(outs[0]):
             return outs
-        ndims = sorted({np.ndim(s) for s in outs[0]._samples})
+        ndims = sorted({np.ndim(s) for s in outs[0].samples})
         if len(ndims) > 1:
             raise self.fail(
                 f"the outputs of one batch must have one number of dimensions, got {ndims}",
@@ -104,7 +104,7 @@ class TensorOperator(SameBatchSize, SampleOperator):
             )
         args = self.sample_args(arg_inputs, 0)
         in_layout = self.input_layout(inputs)
-        in_ndim = np.ndim(inputs[0]._samples[0]) if inputs else 0
+        in_ndim = np.ndim(inputs[0].samples[0]) if inputs else 0
         try:
             layout = self.out_layout(in_layout, in_ndim, ndims[0], args)
         except ValueError as exc:
@@ -120,9 +120,9 @@ class TensorOperator(SameBatchSize, SampleOperator):
 
 def relabel(batch: TensorList, layout: str) -> TensorList:
     """``batch``'s samples (shared) with ``layout``."""
-    out = TensorList(batch._samples, layout, batch._source_info, kind=batch.kind)
+    out = TensorList(batch.samples, layout, batch.sources, kind=batch.kind)
     out._dtype = batch._dtype
-    out._dense = batch._dense
+    out._dense = batch.dense
     return out
 
 
