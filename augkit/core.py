@@ -410,7 +410,7 @@ class Engine:
         self,
         iteration: int,
         batch_size: int,
-        partial: bool = False,
+        partial: bool | str = False,
         notes: IterationNotes | None = None,
         bounded: bool = True,
     ) -> RunContext:

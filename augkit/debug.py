@@ -62,12 +62,12 @@ def as_batch(value: Any) -> TensorList:
     """A TensorList from what a user may hand an operator in debug mode: a TensorList, a
     NumPy array or torch tensor (its first axis is the batch), or a list of arrays/tensors."""
     if isinstance(value, TensorList):
-        samples = value._samples
+        samples = value.samples
         if not any(isinstance(s, np.ndarray) and s.flags.writeable for s in samples):
             return value  # the pipeline's own (read-only) data: no copy
         # A TensorList the user made of their own arrays: the pipeline gets read-only copies.
         return TensorList(
-            [_read_only(s) for s in samples], value.layout(), value._source_info, kind=value.kind
+            [_read_only(s) for s in samples], value.layout(), value.sources, kind=value.kind
         )
     if isinstance(value, np.ndarray) or backend.is_gpu_array(value):
         samples = list(value)

@@ -357,7 +357,7 @@ class Executor:
         for node in nodes:
             impl = self.impls[node.id]
             dense = (
-                any(d in values and values[d]._dense is not None for d in node.inputs)
+                any(d in values and values[d].dense is not None for d in node.inputs)
                 and getattr(impl, f"{impl.device}_batch", None) is not None
             )
             if dense:

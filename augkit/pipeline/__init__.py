@@ -230,6 +230,11 @@ class Pipeline:
         return self._exec_settings["prefetch_queue_depth"]
 
     @property
+    def debug(self) -> bool:
+        """Whether the pipeline runs in debug mode (its definition runs each iteration)."""
+        return self._debug
+
+    @property
     def py_num_workers(self) -> int:
         return self._exec_settings["py_num_workers"]
 

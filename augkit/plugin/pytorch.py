@@ -74,7 +74,7 @@ def to_torch(batch: TensorList | Tensor, device: str | None = None) -> Any:
         RaggedBatchError: a batch whose samples differ in shape (use ``[to_torch(t) for t in
             batch]`` instead).
     """
-    if isinstance(batch, TensorList) and len(batch) == 0 and batch._dense is None:
+    if isinstance(batch, TensorList) and len(batch) == 0 and batch.dense is None:
         # A batch whose every sample was skipped (an epoch walked with holes): no shape to
         # stack, so a tensor of no samples.
         try:
@@ -83,7 +83,7 @@ def to_torch(batch: TensorList | Tensor, device: str | None = None) -> Any:
             dtype = np.uint8
         return torch.from_numpy(np.empty((0,), dtype))
     if isinstance(batch, TensorList):
-        data = batch._dense if batch._dense is not None else batch.as_tensor()._data
+        data = batch.dense if batch.dense is not None else batch.as_tensor()._data
     else:
         data = batch._data
     if backend.is_gpu_array(data):

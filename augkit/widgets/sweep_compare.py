@@ -123,8 +123,8 @@ class SweepAndCompare:
                 self.pipe.rerun([operator])
                 batch = self.pipe.value(name)
                 shown = batch[: min(count, len(batch))]
-                rows += [shown._samples[i] for i in range(len(shown))]
-                titles += [f"{param}={value!r} · {src}" for src in shown._source_info]
+                rows += [shown.samples[i] for i in range(len(shown))]
+                titles += [f"{param}={value!r} · {src}" for src in shown.sources]
                 heads += [f"{param}={_short(value)}"] * len(shown)
                 if grid.looks_like_images(shown):
                     drawn_rows.append(self._overlay_batches(name, len(shown)))
@@ -136,7 +136,7 @@ class SweepAndCompare:
         kinds = set.intersection(*(set(d) for d in drawn_rows)) if drawn_rows else set()
         drawn = {
             kind: TensorList(
-                [d[kind]._samples[i] for d in drawn_rows for i in range(len(d[kind]))],
+                [d[kind].samples[i] for d in drawn_rows for i in range(len(d[kind]))],
                 drawn_rows[0][kind].layout(),
                 kind=drawn_rows[0][kind].kind,
             )
@@ -347,7 +347,7 @@ def _difference(first: TensorList, second: TensorList) -> TensorList:
             )
         wide = np.abs(x.astype(np.float64) - y.astype(np.float64))
         out.append(wide.astype(x.dtype) if x.dtype.kind in "iu" else wide.astype(np.float32))
-    return TensorList(out, first.layout(), first._source_info)
+    return TensorList(out, first.layout(), first.sources)
 
 
 def _short(value: Any) -> str:

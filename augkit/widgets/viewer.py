@@ -214,7 +214,7 @@ class Viewer(GridView, ControlPanel, SweepAndCompare, PinAndPick, TileSelection)
             ]
         )
 
-        if getattr(pipe, "_debug", False):
+        if pipe.debug:
             # A debug pipeline keeps no batch per node (pipe.nodes() stays empty) and cannot
             # rerun a batch: there would be nothing to pick, rerun or recompute.
             raise ArgumentError(
