@@ -94,7 +94,7 @@ class Profile:
 
 def profile_of(timings: Timings) -> Profile:
     with timings._lock:
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "operator": name,
                 "op": timings.ops[name],
@@ -185,15 +185,15 @@ class _Chain:
                     last_reader[d] = position
         self.links = []
         for position, node in enumerate(nodes):
-            impl: Any = impls[node.id]
+            op: Any = impls[node.id]
             call = SampleCall(
-                impl,
-                getattr(impl, impl.device),
+                op,
+                getattr(op, op.device),
                 n,
                 {k: values[d] for k, d in node.arg_nodes.items()},
                 [self.layout[d] for d in node.inputs],
                 self.sources[node.inputs[0]],
-                ctx.streams(impl.stream_key, n) if getattr(impl, "random", False) else None,
+                ctx.streams(op.stream_key, n) if getattr(op, "random", False) else None,
             )
             self.links.append(
                 _Link(
@@ -243,7 +243,9 @@ class _Chain:
         durations: list[float] = []
         for position, link in enumerate(self.links):
             start = time.perf_counter()
-            samples = [local[slot] if slot >= 0 else outside[i] for slot, outside in link.inputs]
+            samples = [
+                local[slot] if outside is None else outside[i] for slot, outside in link.inputs
+            ]
             holder = self.batch_args[position]
             if i == 0 and not holder.ready.is_set():
                 shells = [

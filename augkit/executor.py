@@ -227,7 +227,7 @@ class Executor:
                     f"next one; here the input comes from {data.source.name}. Decode the "
                     f"reader's output directly, or use on_error='raise'"
                 )
-            source.attach_screen(data.index, impl.name, impl.screen)  # type: ignore[attr-defined]
+            source.attach_screen(data.index, impl.name, impl.screen)
 
     def source(self, name: str | None = None) -> SourceOperator:
         for node in self.sources:

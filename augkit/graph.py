@@ -179,10 +179,10 @@ class DataNode:
         return _expression("invert", self)
 
     # --- comparisons: per-sample bool nodes, as DALI's (``horizontal=coin == 1``) -----------
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, other: Any) -> Any:
         return _expression("eq", self, other)
 
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, other: Any) -> Any:
         return _expression("ne", self, other)
 
     def __lt__(self, other: Any) -> Any:

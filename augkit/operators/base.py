@@ -218,10 +218,15 @@ Kernel = Callable[[Any, RunContext, Given], list[TensorList]]
 """An entry of a kernel table: ``kernel(impl, ctx, given) -> output batches``."""
 
 
-@functools.cache
-def kernel_table(cls: type) -> dict[tuple[str, str], Kernel]:
+_TABLES: dict[type, dict[tuple[str, str], Kernel]] = {}
+
+
+def kernel_table(cls: type[SampleOperator]) -> dict[tuple[str, str], Kernel]:
     """``cls.kernel_table()``, worked out once per operator class."""
-    return dict(cls.kernel_table())
+    table = _TABLES.get(cls)
+    if table is None:
+        table = _TABLES[cls] = dict(cls.kernel_table())
+    return table
 
 
 class SampleOperator(OperatorImpl):
@@ -382,7 +387,7 @@ class RandomOperator(OperatorImpl):
 class SourceOperator(OperatorImpl):
     """An operator that reads a data set: it has a position, epochs and no inputs."""
 
-    def next_batch(self, ctx: RunContext, batch_size: int, partial: bool) -> list[TensorList]:
+    def next_batch(self, ctx: RunContext, batch_size: int, partial: bool | str) -> list[TensorList]:
         """The next ``batch_size`` samples; with ``partial`` stop at the end of the epoch."""
         raise NotImplementedError
 

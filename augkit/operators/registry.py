@@ -585,7 +585,7 @@ def _int(value: Any, low: float | None = None, high: float | None = None) -> int
             and np.isfinite(float(value))
             and float(value).is_integer()
         ):
-            value = int(value)
+            value = int(float(value))
         else:
             raise TypeError(f"expected an integer, got {value!r}")
     _check_range(value, low, high)

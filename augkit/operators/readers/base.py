@@ -123,7 +123,7 @@ class Reader(SourceOperator):
         self.picked: list[int] | None = None  # see the module docstring (picking)
 
     # --- SourceOperator -----------------------------------------------------------------------
-    def next_batch(self, ctx: RunContext, batch_size: int, partial: bool) -> list[TensorList]:
+    def next_batch(self, ctx: RunContext, batch_size: int, partial: bool | str) -> list[TensorList]:
         if self.picked is not None:
             if not self._screens:
                 return self._read(ctx, self.picked)
