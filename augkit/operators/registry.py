@@ -585,7 +585,8 @@ def _int(value: Any, low: float | None = None, high: float | None = None) -> int
             and np.isfinite(float(value))
             and float(value).is_integer()
         ):
-            value = int(float(value))
+            # typeshed's int() does not take a numbers.Real (it converts through __trunc__)
+            value = int(value)  # type: ignore[call-overload]
         else:
             raise TypeError(f"expected an integer, got {value!r}")
     _check_range(value, low, high)
