@@ -36,9 +36,10 @@ The rule:
 
 Decisions and traps:
 
-- What moves targets is listed here by hand (``_MOVING``, ``_DRAWS``, ``_moves``,
-  ``_scales_only``, ``_token``), kept together so that they can be read from the registry's
-  kernel table instead (issue 26 §1).
+- What moves is never listed here: the registry says it (``OperatorSchema.moves_geometry``:
+  the operators with target rules in their kernel table, and those whose impl declares
+  ``moves_geometry``; ``draws_window``; ``keeps_relative_coordinates``), so a new operator
+  declares it in its own module.
 - A name that several nodes share cannot be asked for its batch: such a node is never chosen.
 
 Example:
@@ -80,24 +81,6 @@ if TYPE_CHECKING:
 
 __all__ = ["overlay_nodes"]
 
-# Operators that move pixels or coordinates besides those of augkit.operators.geometric.
-_MOVING = frozenset(
-    {
-        "crop_mirror_normalize",
-        "decoders.image_crop",
-        "decoders.image_random_crop",
-        "decoders.image_slice",
-        "bb_flip",
-        "coord_flip",
-        "bbox_rotate",
-        "coord_transform",
-        "bbox_paste",
-        "random_bbox_crop",
-    }
-)
-# Operators that draw their own crop (their outputs are the crop's first token).
-_DRAWS = frozenset({"random_bbox_crop"})
-_ROI = ("roi_start", "roi_end", "roi_relative", "roi_shape")
 _TARGETS = ("boxes", "mask", "keypoints", "polygons", "vertices", "labels")
 
 
@@ -183,15 +166,12 @@ def _moves(op: OperatorNode, kinds: Mapping[DataNode, Kind]) -> bool:
     if schema.role == "python":
         with_targets = any(kinds.get(d, GENERIC).name in _TARGETS for d in op.inputs)
         return with_targets or len(op.outputs) > 1
-    if schema.moves_targets:
-        return True
-    module = getattr(schema.impl, "__module__", "")
-    return module.startswith("augkit.operators.geometric.") or schema.name in _MOVING
+    return schema.moves_geometry
 
 
 def _scales_only(op: OperatorNode) -> bool:
     """A resize without a region of interest: relative coordinates stay right."""
-    return op.schema.name == "resize" and not any(k in op.given for k in _ROI)
+    return op.schema.keeps_relative_coordinates(op.given)
 
 
 def _token(op: OperatorNode) -> Any:
@@ -201,7 +181,7 @@ def _token(op: OperatorNode) -> Any:
         return ("joint", op.seed_group)
     own = op.inputs[1:]
     shared = {d.source.id for d in (*own, *op.arg_nodes.values())}
-    if op.schema.name in _DRAWS:
+    if op.schema.draws_window:
         shared.add(op.id)
     return frozenset(shared) if shared else ("call", op.seed_group)
 

@@ -154,3 +154,31 @@ def test_each_kernel_of_the_table_runs_on_its_own(name, device, kind, request):
             for i in range(BATCH)
         ]
         assert any(moved), "the target came out as it went in"
+
+
+def test_the_registry_says_which_operators_move_pixels_or_coordinates():
+    """What the viewer's overlay links read (``augkit.overlay_links``), declared by each
+    operator in its own module and read through the registry, never listed by the viewer."""
+    moving = {name for name, schema in REGISTRY.items() if schema.moves_geometry}
+    assert set(CALLS) <= moving  # every operator with target rules
+    assert moving - set(CALLS) >= {
+        "decoders.image_crop",
+        "decoders.image_random_crop",
+        "decoders.image_slice",
+        "bb_flip",
+        "coord_flip",
+        "bbox_rotate",
+        "coord_transform",
+        "bbox_paste",
+        "random_bbox_crop",
+        "water",
+        "sphere",
+        "jitter",
+    }
+    for still in ("brightness", "hsv", "cast", "decoders.image", "normalize", "gaussian_blur"):
+        assert not REGISTRY[still].moves_geometry, still
+    assert {n for n, s in REGISTRY.items() if s.draws_window} == {"random_bbox_crop"}
+    resize = REGISTRY["resize"]
+    assert resize.keeps_relative_coordinates({"resize_x", "resize_y"})
+    assert not resize.keeps_relative_coordinates({"resize_x", "roi_start", "roi_end"})
+    assert not REGISTRY["rotate"].keeps_relative_coordinates({"angle"})

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,6 +147,21 @@ class OperatorImpl:
     companions = 0
     """Trailing inputs that are other input sets' first inputs (``OperatorNode.companions``;
     only operators that move targets with images use them: ``geometric/targets.py``)."""
+    moves_geometry = False
+    """Whether the operator moves pixels or coordinates (a crop, a flip, a warp, a box
+    operator), so that targets computed before it no longer fit its output without it (the
+    viewer's overlays, ``augkit.overlay_links``). Operators with target rules in their kernel
+    table move them (``OperatorSchema.moves_geometry``); others that move say so here."""
+    draws_window = False
+    """Whether the operator draws a window its outputs describe (random_bbox_crop: the slice
+    that takes its anchor and shape is one transformation with it)."""
+
+    @classmethod
+    def keeps_relative_coordinates(cls, given: Iterable[str]) -> bool:
+        """Whether, called with the arguments ``given``, the operator leaves coordinates that
+        are fractions of the image size right (a resize without a region of interest)."""
+        return False
+
     input_kinds: tuple[str, ...] = ()
     """The kind names the build knows its inputs to have (set by the executor)."""
 

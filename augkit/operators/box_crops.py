@@ -224,6 +224,10 @@ def _layout_of(layout: str, ndim: int) -> tuple[np.ndarray | None, bool]:
 
 
 class RandomBBoxCropImpl(SampleOperator):
+    moves_geometry = True
+    """It crops boxes (``OperatorImpl.moves_geometry``)."""
+    draws_window = True
+    """Its outputs are a window it draws (``OperatorImpl.draws_window``)."""
     random = True
 
     def setup(self) -> None:

@@ -415,6 +415,25 @@ class OperatorSchema:
         input sets, each node gets the other sets' first inputs as its companions."""
         return any(k in TARGET_KINDS for kinds in self.kernel_kinds.values() for k in kinds)
 
+    @property
+    def moves_geometry(self) -> bool:
+        """Whether the operator moves pixels or coordinates: it moves targets (its kernel
+        table), or its impl says so (``OperatorImpl.moves_geometry``: decoders that crop, the
+        box operators, the displacement filters)."""
+        return self.moves_targets or bool(getattr(self.impl, "moves_geometry", False))
+
+    @property
+    def draws_window(self) -> bool:
+        """Whether its outputs are a window it draws (``OperatorImpl.draws_window``)."""
+        return bool(getattr(self.impl, "draws_window", False))
+
+    def keeps_relative_coordinates(self, given: Iterable[str]) -> bool:
+        """Whether a call with the arguments ``given`` leaves relative coordinates right
+        (``OperatorImpl.keeps_relative_coordinates``: a resize without a region of
+        interest)."""
+        keeps = getattr(self.impl, "keeps_relative_coordinates", None)
+        return bool(keeps(given)) if keeps is not None else False
+
     @functools.cached_property
     def outputs_follow_inputs(self) -> bool:
         """Whether ``num_outputs`` is a function of (args, num_inputs) (looked at once: debug

@@ -83,6 +83,9 @@ def boxes_output(args: dict[str, Any], inputs: Any) -> list[OutputSpec | None]:
 class BbFlip(SampleOperator):
     """Mirrors relative boxes left-right and/or top-bottom."""
 
+    moves_geometry = True
+    """It moves box coordinates (``OperatorImpl.moves_geometry``)."""
+
     def cpu(self, sample: Any, *, ltrb: bool, horizontal: bool, vertical: bool, **_: Any) -> Any:
         boxes = box_array(sample, "bb_flip")
         xp = backend.array_module(sample)
@@ -137,6 +140,9 @@ def to_coord_layout(value: Any) -> str:
 
 class CoordFlip(SampleOperator):
     """Reflects point coordinates about a centre, per axis."""
+
+    moves_geometry = True
+    """It moves coordinates (``OperatorImpl.moves_geometry``)."""
 
     def cpu(
         self,

@@ -44,6 +44,9 @@ def to_ratio(value: Any) -> float:
 class BboxPaste(SampleOperator):
     """Maps relative boxes from an image to the canvas it is pasted on."""
 
+    moves_geometry = True
+    """It moves box coordinates (onto a pasted canvas) (``OperatorImpl.moves_geometry``)."""
+
     def cpu(
         self, sample: Any, *, ratio: float, paste_x: float, paste_y: float, ltrb: bool, **_: Any
     ) -> Any:

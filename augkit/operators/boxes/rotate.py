@@ -181,6 +181,9 @@ def to_canvas(value: Any) -> tuple[float, ...]:
 class BboxRotate(SampleOperator):
     """Rotates the boxes of each sample with its image (and keeps their labels with them)."""
 
+    moves_geometry = True
+    """It moves box coordinates (``OperatorImpl.moves_geometry``)."""
+
     def cpu(self, boxes: Any, labels: Any = None, **args: Any) -> Any:
         angle, in_wh, out_wh = self._geometry(boxes, labels, args)
         out, kept = rotate_boxes(

@@ -102,6 +102,9 @@ def _matrix_and_offset(
 class CoordTransform(SampleOperator):
     """Applies an affine map to the points of each sample."""
 
+    moves_geometry = True
+    """It moves coordinates (through a matrix) (``OperatorImpl.moves_geometry``)."""
+
     def cpu(
         self, sample: Any, *, M: Any = None, T: Any = None, MT: Any = None, dtype: Any, **_: Any
     ) -> Any:

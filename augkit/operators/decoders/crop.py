@@ -99,6 +99,10 @@ def _cut(image: Any, anchor: Sequence[int], size: Sequence[int], name: str) -> A
 class _CropDecoder(ImageDecoder):
     """Decodes whole, then cuts ``window(image, args)``."""
 
+    moves_geometry = True
+    """It moves pixels: the decoded image is a window of the encoded one
+    (``OperatorImpl.moves_geometry``)."""
+
     op_name = ""
 
     def screens(self) -> bool:

@@ -76,6 +76,9 @@ class DisplacementImpl(SampleOperator):
     """A displacement filter: ``points(image shape, rng?, **args)`` gives the float32 source
     points (x, y), which the sampler reads."""
 
+    moves_geometry = True
+    """It moves pixels (a displacement field) (``OperatorImpl.moves_geometry``)."""
+
     label_name = ""
 
     def setup(self) -> None:

@@ -95,7 +95,7 @@ from __future__ import annotations
 import functools
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -630,6 +630,11 @@ def _requested(args: dict[str, Any]) -> tuple[tuple[float, float], str]:
 
 
 class ResizeImpl(MovesTargets):
+    @classmethod
+    def keeps_relative_coordinates(cls, given: Iterable[str]) -> bool:
+        """A resize without a region of interest only scales: fractions stay right."""
+        return not any(k in given for k in ("roi_start", "roi_end", "roi_relative", "roi_shape"))
+
     def setup(self) -> None:
         # torch (the fast back end) is imported now, when the pipeline is built, on the
         # building thread: imported lazily by the first sample on a pool thread, it cost the

@@ -355,6 +355,8 @@ class MovesTargets(SampleOperator):
     among the bases (``class Flip(MovesTargets, ImageOperator)``). Its kernel table adds the
     target rules (``TARGET_RULES``) to the image kernels, on both devices."""
 
+    moves_geometry = True
+
     @classmethod
     def kernel_table(cls) -> dict[tuple[str, str], Kernel]:
         table = super().kernel_table()
