@@ -419,6 +419,36 @@ def downstream(nodes: Iterable[OperatorNode], starts: Iterable[OperatorNode]) ->
     return out
 
 
+def first_inputs(data: DataNode) -> list[OperatorNode]:
+    """The operator that made ``data``, then the one that made its first input, and so on up
+    to a node without inputs (a reader, a source): the *lineage* of a batch, nearest first.
+    A second notion beside ``reads``, on purpose: what the batch's values are a transform of
+    (an image's flips and crops), not everything they depend on (the flip's coin)."""
+    chain = [data.source]
+    while chain[-1].inputs:
+        chain.append(chain[-1].inputs[0].source)
+    return chain
+
+
+def roots(data: DataNode) -> list[OperatorNode]:
+    """The nodes without inputs (readers, sources) that ``data`` is computed from through the
+    inputs of each node (every input, but not argument inputs, conditions or a node's
+    companions: the data that flows into it), in graph order."""
+    found: dict[int, OperatorNode] = {}
+    seen: set[int] = set()
+    stack = [data.source]
+    while stack:
+        node = stack.pop()
+        if node.id in seen:
+            continue
+        seen.add(node.id)
+        parents = [d.source for d in node.inputs[: len(node.inputs) - node.companions]]
+        if not parents:
+            found[node.id] = node
+        stack += parents
+    return [found[k] for k in sorted(found)]
+
+
 def consumers(nodes: Iterable[OperatorNode]) -> dict[DataNode, list[OperatorNode]]:
     """For every batch that a node of ``nodes`` reads (``OperatorNode.reads``), the nodes of
     ``nodes`` that read it, in the order given; a batch nobody reads is not a key."""

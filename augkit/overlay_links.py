@@ -72,7 +72,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from augkit.graph import DataNode, OperatorNode
+from augkit.graph import DataNode, OperatorNode, first_inputs, roots
 from augkit.kinds import GENERIC, Kind
 from augkit.static_checks import check_kinds
 
@@ -141,14 +141,11 @@ def overlay_nodes(pipe: Pipeline, name: str) -> dict[str, str]:
 def _labels_beside(boxes: DataNode, kinds: Mapping[DataNode, Kind]) -> str | None:
     """The first labels output of the operators ``boxes`` comes from (along first inputs,
     nearest first)."""
-    op = boxes.source
-    while True:
+    for op in first_inputs(boxes):
         for output in op.outputs:
             if kinds.get(output, GENERIC).name == "labels":
                 return output.name
-        if not op.inputs:
-            return None
-        op = op.inputs[0].source
+    return None
 
 
 def _relative(kind: Kind) -> bool:
@@ -189,17 +186,11 @@ def _token(op: OperatorNode) -> Any:
 def _lineage(node: DataNode, kinds: Mapping[DataNode, Kind]) -> tuple[int, tuple, tuple]:
     """(root operator id, the transformations from it to ``node``, the same without the
     resizes that only scale), following each operator's first input."""
-    strict: list[Any] = []
-    relaxed: list[Any] = []
-    while True:
-        op = node.source
-        if _moves(op, kinds):
-            strict.append(_token(op))
-            if not _scales_only(op):
-                relaxed.append(_token(op))
-        if not op.inputs:
-            return op.id, tuple(reversed(strict)), tuple(reversed(relaxed))
-        node = op.inputs[0]
+    chain = first_inputs(node)
+    moving = [op for op in reversed(chain) if _moves(op, kinds)]
+    strict = tuple(_token(op) for op in moving)
+    relaxed = tuple(_token(op) for op in moving if not _scales_only(op))
+    return chain[-1].id, strict, relaxed
 
 
 def _joined(image: tuple, target: tuple) -> bool:
@@ -219,29 +210,12 @@ def _joint_elsewhere(target: tuple, image: tuple) -> bool:
 
 def _ancestors(node: DataNode) -> dict[int, int]:
     """Operator id -> distance, along first inputs from ``node``'s operator (0) up."""
-    found: dict[int, int] = {}
-    op, distance = node.source, 0
-    while True:
-        found[op.id] = distance
-        if not op.inputs:
-            return found
-        op, distance = op.inputs[0].source, distance + 1
+    return {op.id: distance for distance, op in enumerate(first_inputs(node))}
 
 
 def _roots(node: DataNode) -> set[int]:
     """The ids of the sources and readers ``node`` is computed from (every input)."""
-    roots: set[int] = set()
-    stack, seen = [node.source], set()
-    while stack:
-        op = stack.pop()
-        if op.id in seen:
-            continue
-        seen.add(op.id)
-        parents = [d.source for d in op.inputs[: len(op.inputs) - op.companions]]
-        if not parents:
-            roots.add(op.id)
-        stack += parents
-    return roots
+    return {op.id for op in roots(node)}
 
 
 def _rank(node: DataNode, shown: DataNode, ancestors: Mapping[int, int]) -> tuple[int, int]:

@@ -19,7 +19,16 @@ import pytest
 
 from augkit import fn, pipeline_def, types
 from augkit.debug import DebugRunner
-from augkit.graph import OperatorNode, call_of, consumers, downstream, graph_order, upstream
+from augkit.graph import (
+    OperatorNode,
+    call_of,
+    consumers,
+    downstream,
+    first_inputs,
+    graph_order,
+    roots,
+    upstream,
+)
 from augkit.runners import GraphRunner, PrefetchRunner, Runner
 
 IMAGES = "data/images"
@@ -249,6 +258,26 @@ def test_call_of_finds_the_nodes_of_one_call():
     assert names(call_of(by["turn"], ops)) == ["turn", "turn#1"]
     assert names(call_of(by["resize"], ops)) == ["resize"]
     assert names(call_of(by["resize"], [])) == ["resize"]
+    pipe.close()
+
+
+def test_first_inputs_is_the_lineage_and_roots_the_sources(plain):
+    by = by_name(plain)
+    rotated = by["rotate"].outputs[0]
+    # The lineage follows first inputs only: the angle (an argument input) is not on it.
+    assert names(first_inputs(rotated)) == ["rotate", "resize", "decode", "Reader"]
+    assert names(roots(rotated)) == ["Reader"]  # not "angle": an argument, not data
+    assert names(first_inputs(by["angle"].outputs[0])) == ["angle"]
+
+
+def test_roots_leave_out_the_companions_of_a_call():
+    pipe = input_sets()
+    pipe.build()
+    by = by_name(pipe)
+    # turn#1 gets turn's first input (the decoded images) as a companion: not its data.
+    assert [c.name for c in by["turn#1"].inputs] == ["resize", "decode"]
+    assert names(first_inputs(by["turn#1"].outputs[0])) == ["turn#1", "resize", "decode", "Reader"]
+    assert names(roots(by["turn#1"].outputs[0])) == ["Reader"]
     pipe.close()
 
 
