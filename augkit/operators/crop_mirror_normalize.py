@@ -65,7 +65,7 @@ from augkit.operators.geometric.crop import (
 )
 from augkit.operators.geometric.flip import to_flag
 from augkit.operators.geometric.targets import TARGET_KINDS, Geometry, MovesTargets, movable
-from augkit.operators.layouts import IMAGE_WITH_CHANNELS, ImageOperator, image_layout
+from augkit.operators.layouts import IMAGE_WITH_CHANNELS, ImageOperator, axis_letters, image_layout
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
@@ -76,7 +76,6 @@ from augkit.operators.registry import (
     to_dtype,
     to_float,
     to_floats,
-    to_str,
 )
 from augkit.tensors import TensorList
 
@@ -153,12 +152,10 @@ def _nonzero(convert: Any) -> Any:
     return check
 
 
-@described("a layout string naming each axis once, e.g. 'CHW'")
-def _output_layout(value: Any) -> str:
-    layout = to_str(value)
-    if len(set(layout)) != len(layout):
-        raise ValueError(f"a layout names each axis once, got {layout!r}")
-    return layout
+_output_layout = axis_letters(
+    "a layout string naming each axis once, e.g. 'CHW'",
+    "a layout names each axis once, got {value!r}",
+)
 
 
 class CropMirrorNormalize(MovesTargets, ImageOperator):

@@ -6,13 +6,14 @@ DALI names axes by letters ("HWC", "CHW", "DHWC", "FHWC"); an input without a la
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from augkit import types
 from augkit.operators.base import SampleOperator
-from augkit.operators.registry import InputSpec, kind_policy
+from augkit.operators.registry import InputSpec, described, kind_policy, to_dtype, to_str
 from augkit.tensors import TensorList
 
 # What image operators accept (OperatorSchema.accepts), checked when a pipeline is built: the
@@ -132,6 +133,120 @@ def check_image(
             f"{operator} needs a non-empty image (height, width and channels > 0), got a "
             f"sample of shape {tuple(sample.shape)}"
         )
-    if sample.dtype not in dtypes:
+    check_type(f"{operator} takes images", sample.dtype, dtypes)
+
+
+def check_type(what: str, dtype: np.dtype, dtypes: Sequence[np.dtype], note: str = "") -> None:
+    """Raise ValueError "``what`` of type <the names of ``dtypes``>``note``; got <dtype>" when
+    ``dtype`` is not one of ``dtypes``.
+
+    Example:
+        >>> check_type("erase takes data", np.dtype(bool), NUMBER_TYPES[:2])
+        Traceback (most recent call last):
+        ValueError: erase takes data of type uint8, int8; got bool
+    """
+    if dtype not in dtypes:
         names = ", ".join(np.dtype(t).name for t in dtypes)
-        raise ValueError(f"{operator} takes images of type {names}; got {sample.dtype.name}")
+        raise ValueError(f"{what} of type {names}{note}; got {dtype.name}")
+
+
+def axes_by_name(names: str, layout: str) -> list[int]:
+    """The indices in ``layout`` of the axis letters ``names`` (an operator's ``axis_names``).
+
+    Raises:
+        ValueError: a letter the layout lacks.
+
+    Example:
+        >>> axes_by_name("WH", "HWC")
+        [1, 0]
+    """
+    found = []
+    for name in names:
+        k = layout.find(name)
+        if k < 0:
+            raise ValueError(
+                f"axis '{name}' (axis_names={names!r}) is not in the input's layout "
+                f"{layout!r}; give the input a layout or use axes=[...]"
+            )
+        found.append(k)
+    return found
+
+
+def axes_in_range(axes: Sequence[int], ndim: int) -> list[int]:
+    """``axes`` (an operator's ``axes``, negative ones from the end) as indices in
+    ``[0, ndim)``.
+
+    Raises:
+        ValueError: an axis out of range.
+
+    Example:
+        >>> axes_in_range([-1, 0], 3)
+        [2, 0]
+    """
+    found = []
+    for axis in axes:
+        if not -ndim <= axis < ndim:
+            raise ValueError(
+                f"axis {axis} is out of range for a {ndim}-D input (allowed: {-ndim}..{ndim - 1})"
+            )
+        found.append(axis % ndim)
+    return found
+
+
+def exclusive(first: str, second: str, message: str) -> Callable[[dict[str, Any]], None]:
+    """A schema ``validate`` that refuses ``first`` and ``second`` given together (neither
+    None) with ValueError(``message``).
+
+    Example:
+        >>> exclusive("axes", "axis_names", "one or the other")({"axes": (0,), "axis_names": "H"})
+        Traceback (most recent call last):
+        ValueError: one or the other
+    """
+
+    def validate(args: dict[str, Any]) -> None:
+        if args.get(first) is not None and args.get(second) is not None:
+            raise ValueError(message)
+
+    return validate
+
+
+def number_dtype(allowed: str, refusal: str) -> Callable[[Any], types.DALIDataType]:
+    """An argument converter to a data type of numbers (integer or floating point), described
+    as ``allowed``; any other type raises ValueError(``refusal``), where ``{name}`` stands for
+    the type's name.
+
+    Example:
+        >>> number_dtype("a type", "not types.{name}")(types.BOOL)
+        Traceback (most recent call last):
+        ValueError: not types.BOOL
+    """
+
+    @described(allowed)
+    def convert(value: Any) -> types.DALIDataType:
+        dtype = to_dtype(value)
+        if np.dtype(dtype.numpy).kind not in "iuf":
+            raise ValueError(refusal.format(name=dtype.name))
+        return dtype
+
+    return convert
+
+
+def axis_letters(allowed: str, refusal: str) -> Callable[[Any], str]:
+    """An argument converter to a string of distinct axis letters (a layout, or the axes an
+    operator works on), described as ``allowed``; a repeated letter raises
+    ValueError(``refusal``), where ``{value}`` stands for the string.
+
+    Example:
+        >>> axis_letters("letters", 'axis names repeat in "{value}"')("HWH")
+        Traceback (most recent call last):
+        ValueError: axis names repeat in "HWH"
+    """
+
+    @described(allowed)
+    def convert(value: Any) -> str:
+        value = to_str(value)
+        if len(set(value)) != len(value):
+            raise ValueError(refusal.format(value=value))
+        return value
+
+    return convert

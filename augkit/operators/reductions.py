@@ -82,6 +82,7 @@ import numpy as np
 
 from augkit import backend, types
 from augkit.operators.base import SampleOperator
+from augkit.operators.layouts import axis_letters, exclusive
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
@@ -92,7 +93,6 @@ from augkit.operators.registry import (
     to_dtype,
     to_int,
     to_ints,
-    to_str,
 )
 from augkit.operators.tensors.shape import SameBatchSize
 from augkit.tensors import TensorList
@@ -127,12 +127,9 @@ def _allowed(name: str, dtype: np.dtype) -> tuple[np.dtype, ...]:
     return (dtype, _F32) if dtype != _F32 else (_F32,)
 
 
-@described("a layout string (the letters of the axes to reduce)")
-def _names(value: Any) -> str:
-    value = to_str(value)
-    if len(set(value)) != len(value):
-        raise ValueError(f'axis names repeat in "{value}"')
-    return value
+_names = axis_letters(
+    "a layout string (the letters of the axes to reduce)", 'axis names repeat in "{value}"'
+)
 
 
 @described("an integer or a list of integers (distinct)")
@@ -576,11 +573,6 @@ _REDUCTION_ARGS = [
 _DTYPE = Arg("dtype", "the output (and accumulation) type", None, to_dtype)
 
 
-def _exclusive(args: dict[str, Any]) -> None:
-    if args.get("axes") is not None and args.get("axis_names") is not None:
-        raise ValueError("axes and axis_names are mutually exclusive")
-
-
 def _kinds(args: dict[str, Any], inputs: Sequence[OutputSpec | None]) -> list[OutputSpec]:
     return [OutputSpec(what="reduced values")]
 
@@ -595,7 +587,7 @@ def _register(
             impl=impl,
             min_inputs=inputs,
             max_inputs=inputs,
-            validate=_exclusive,
+            validate=exclusive("axes", "axis_names", "axes and axis_names are mutually exclusive"),
             output_kinds=_kinds,
             devices=("cpu", "gpu"),
             doc=doc,

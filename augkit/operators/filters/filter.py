@@ -70,11 +70,9 @@ from augkit.operators.registry import (
     Arg,
     InputSpec,
     OperatorSchema,
-    described,
     keeps_kind,
     one_of,
     register,
-    to_dtype,
     to_ints,
 )
 from augkit.tensors import TensorList
@@ -88,14 +86,6 @@ IMAGE_2D = InputSpec(
     min_ndim=2,
     hints=kernels.FILTER_HINTS,
 )
-
-
-@described("types.FLOAT (default: the input type)")
-def _dtype(value: Any) -> types.DALIDataType:
-    dtype = to_dtype(value)
-    if np.dtype(dtype.numpy).kind not in "iuf":
-        raise ValueError(f"the output is numbers: types.FLOAT or the input type, not {dtype.name}")
-    return dtype
 
 
 def resolve_anchor(anchor: tuple[int, ...], shape: tuple[int, int]) -> tuple[int, int]:
@@ -161,12 +151,7 @@ class _Plan:
                 f"{NAME}: the CPU filter takes 2 spatial dimensions, got {axes}"
                 + (" (give images with channels the layout HWC or CHW)" if axes == 3 else "")
             )
-        out_dtype = sample.dtype if dtype is None else np.dtype(dtype.numpy)
-        if out_dtype not in (sample.dtype, np.dtype(np.float32)):
-            raise ValueError(
-                f"{NAME}: dtype must be types.FLOAT or the input type "
-                f"({sample.dtype.name}), got {out_dtype.name}"
-            )
+        out_dtype = kernels.output_type(NAME, sample.dtype, dtype)
         kernel = np.asarray(kernel, np.float32)
         kernel = kernel.reshape((1,) * (2 - kernel.ndim) + kernel.shape[:2])
         ay, ax = resolve_anchor(anchor, kernel.shape)
@@ -418,7 +403,7 @@ register(
                 "same",
                 one_of("same", "valid"),
             ),
-            Arg("dtype", "output type: types.FLOAT (default: the input type)", None, _dtype),
+            kernels.DTYPE_ARG,
         ],
     )
 )

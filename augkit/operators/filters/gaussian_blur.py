@@ -39,10 +39,8 @@ from augkit.operators.filters import kernels
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
-    described,
     keeps_kind,
     register,
-    to_dtype,
     to_floats,
     to_ints,
 )
@@ -110,14 +108,6 @@ def axis_windows(
     return result
 
 
-@described("types.FLOAT (default: the input type)")
-def _dtype(value: Any) -> types.DALIDataType:
-    dtype = to_dtype(value)
-    if np.dtype(dtype.numpy).kind not in "iuf":
-        raise ValueError(f"the output is numbers: types.FLOAT or the input type, not {dtype.name}")
-    return dtype
-
-
 class GaussianBlur(kernels.FilterOperator):
     """Separable Gaussian correlation per plane, DALI's windows, ConvertSat to the output."""
 
@@ -145,12 +135,7 @@ class GaussianBlur(kernels.FilterOperator):
         **_: Any,
     ) -> Any:
         leading, axes, has_channels = kernels.data_axes(NAME, layout, sample.ndim)
-        out_dtype = sample.dtype if dtype is None else np.dtype(dtype.numpy)
-        if out_dtype not in (sample.dtype, np.dtype(np.float32)):
-            raise ValueError(
-                f"{NAME}: dtype must be types.FLOAT or the input type "
-                f"({sample.dtype.name}), got {out_dtype.name}"
-            )
+        out_dtype = kernels.output_type(NAME, sample.dtype, dtype)
         windows = axis_windows(sigma, window_size, axes)
         if sample.size == 0:
             return xp.empty(sample.shape, out_dtype)
@@ -196,7 +181,7 @@ register(
                 to_ints(low=0),
                 per_sample=True,
             ),
-            Arg("dtype", "output type: types.FLOAT (default: the input type)", None, _dtype),
+            kernels.DTYPE_ARG,
         ],
     )
 )

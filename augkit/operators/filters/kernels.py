@@ -39,7 +39,7 @@ from augkit import backend
 from augkit.operators import layouts
 from augkit.operators.base import SampleOperator
 from augkit.operators.color.cast import convert_sat
-from augkit.operators.registry import InputSpec, kind_policy
+from augkit.operators.registry import Arg, InputSpec, kind_policy
 
 _COLOR = kind_policy("color")
 FILTER_HINTS = {
@@ -232,9 +232,35 @@ def to_output(values: Any, dtype: np.dtype, xp: Any = np) -> Any:
 
 def check_number_image(operator: str, sample: Any, dtypes: Sequence[np.dtype]) -> None:
     """Raise ValueError unless ``sample`` is a non-empty array of one of ``dtypes``."""
-    if sample.dtype not in dtypes:
-        names = ", ".join(np.dtype(t).name for t in dtypes)
-        raise ValueError(f"{operator} takes samples of type {names}; got {sample.dtype.name}")
+    layouts.check_type(f"{operator} takes samples", sample.dtype, dtypes)
+
+
+# The ``dtype`` argument of the filters that convert (gaussian_blur, laplacian, filter): a type
+# of numbers here, the input's own or types.FLOAT once the input is known (``output_type``).
+to_output_dtype = layouts.number_dtype(
+    "types.FLOAT (default: the input type)",
+    "the output is numbers: types.FLOAT or the input type, not {name}",
+)
+DTYPE_ARG = Arg(
+    "dtype", "output type: types.FLOAT (default: the input type)", None, to_output_dtype
+)
+
+
+def output_type(operator: str, in_dtype: np.dtype, dtype: Any) -> np.dtype:
+    """The output type of a filter for an input of ``in_dtype``: the ``dtype`` argument (a
+    ``types`` value, None: the input's), which must be the input's or float32.
+
+    Example:
+        >>> output_type("gaussian_blur", np.dtype(np.uint8), None)
+        dtype('uint8')
+    """
+    out_dtype = in_dtype if dtype is None else np.dtype(dtype.numpy)
+    if out_dtype not in (in_dtype, np.dtype(np.float32)):
+        raise ValueError(
+            f"{operator}: dtype must be types.FLOAT or the input type "
+            f"({in_dtype.name}), got {out_dtype.name}"
+        )
+    return out_dtype
 
 
 class FilterOperator(SampleOperator):

@@ -35,7 +35,6 @@ import numpy as np
 
 from augkit import backend, types
 from augkit.operators.filters import kernels
-from augkit.operators.filters.gaussian_blur import _dtype
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
@@ -131,12 +130,7 @@ class Laplacian(kernels.FilterOperator):
         **_: Any,
     ) -> Any:
         leading, axes, has_channels = kernels.data_axes(NAME, layout, sample.ndim)
-        out_dtype = sample.dtype if dtype is None else np.dtype(dtype.numpy)
-        if out_dtype not in (sample.dtype, np.dtype(np.float32)):
-            raise ValueError(
-                f"{NAME}: dtype must be types.FLOAT or the input type "
-                f"({sample.dtype.name}), got {out_dtype.name}"
-            )
+        out_dtype = kernels.output_type(NAME, sample.dtype, dtype)
         sizes = window_sizes(window_size, smoothing_size, axes)
         if normalized_kernel:
             scales = normalization(sizes)
@@ -208,7 +202,7 @@ register(
                 False,
                 to_bool,
             ),
-            Arg("dtype", "output type: types.FLOAT (default: the input type)", None, _dtype),
+            kernels.DTYPE_ARG,
         ],
     )
 )

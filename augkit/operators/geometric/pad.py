@@ -54,6 +54,7 @@ from augkit.operators.base import Given, Kernel, SampleOperator
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.geometric.slice import ANY_DATA, sample_layout, to_axis_names, to_int_list
 from augkit.operators.geometric.targets import TARGET_KINDS, Geometry, MovesTargets, image_size
+from augkit.operators.layouts import axes_by_name, axes_in_range, exclusive
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
@@ -62,6 +63,8 @@ from augkit.operators.registry import (
     to_float,
 )
 from augkit.tensors import TensorList
+
+_BOTH_AXES = '"axes" and "axis_names" are mutually exclusive'
 
 
 def pad_axes(
@@ -73,28 +76,11 @@ def pad_axes(
         ValueError: both given, an axis out of range, or a name the layout lacks.
     """
     if axes is not None and axis_names is not None:
-        raise ValueError('"axes" and "axis_names" are mutually exclusive')
+        raise ValueError(_BOTH_AXES)
     if axis_names:
-        found = []
-        for name in axis_names:
-            k = layout.find(name)
-            if k < 0:
-                raise ValueError(
-                    f"axis '{name}' (axis_names={axis_names!r}) is not in the input's layout "
-                    f"{layout!r}; give the input a layout or use axes=[...]"
-                )
-            found.append(k)
-        return found
+        return axes_by_name(axis_names, layout)
     if axes:
-        found = []
-        for axis in axes:
-            if not -ndim <= axis < ndim:
-                raise ValueError(
-                    f"axis {axis} is out of range for a {ndim}-D input (allowed: "
-                    f"{-ndim}..{ndim - 1})"
-                )
-            found.append(axis % ndim)
-        return found
+        return axes_in_range(axes, ndim)
     return list(range(ndim))
 
 
@@ -242,11 +228,6 @@ def _with_image(kind: Any, companions: Sequence[TensorList]) -> bool:
     )
 
 
-def _validate(given: dict[str, Any]) -> None:
-    if given.get("axes") is not None and given.get("axis_names") is not None:
-        raise ValueError('"axes" and "axis_names" are mutually exclusive')
-
-
 register(
     OperatorSchema(
         name="pad",
@@ -255,7 +236,7 @@ register(
         impl=Pad,
         accepts=[ANY_DATA],
         output_kinds=keeps_kind,
-        validate=_validate,
+        validate=exclusive("axes", "axis_names", _BOTH_AXES),
         doc=(
             "Pads the samples with ``fill_value`` at the end of the axes ``axes`` / "
             "``axis_names`` (default: all axes), as DALI's ``fn.pad``: to the largest extent "

@@ -68,6 +68,7 @@ from augkit.operators.base import SampleOperator
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.geometric.crop import cut_window, fill_array, fit_window, window_geometry
 from augkit.operators.geometric.targets import Geometry, MovesTargets, movable
+from augkit.operators.layouts import axes_by_name, axes_in_range
 from augkit.operators.registry import (
     Arg,
     InputSpec,
@@ -136,29 +137,11 @@ def slice_axes(
         [1, 0]
     """
     if axes is not None and axis_names is None:
-        found = []
-        for axis in axes:
-            if not -ndim <= axis < ndim:
-                raise ValueError(
-                    f"axis {axis} is out of range for a {ndim}-D input (allowed: "
-                    f"{-ndim}..{ndim - 1})"
-                )
-            found.append(axis % ndim)
-        return found
+        return axes_in_range(axes, ndim)
     names = "WH" if axis_names is None else axis_names
     if not names:
         return list(range(ndim))
-    lay = sample_layout(layout, ndim)
-    found = []
-    for name in names:
-        k = lay.find(name)
-        if k < 0:
-            raise ValueError(
-                f"axis '{name}' (axis_names={names!r}) is not in the input's layout "
-                f"{lay!r}; give the input a layout or use axes=[...]"
-            )
-        found.append(k)
-    return found
+    return axes_by_name(names, sample_layout(layout, ndim))
 
 
 def _per_axis(values: Sequence[Any] | None, count: int, name: str) -> Sequence[Any] | None:

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from augkit import backend
+from augkit.operators.layouts import exclusive
 from augkit.operators.registry import Arg, OperatorSchema, described, register, to_int, to_str
 from augkit.operators.tensors.shape import TensorOperator, axis_index
 from augkit.tensors import TensorList
@@ -169,11 +170,6 @@ def _merge(cv2: Any, samples: Sequence[np.ndarray], axis: int) -> np.ndarray | N
     return merged.reshape(-1).view(first.dtype).reshape(shape)
 
 
-def _check_cat(args: dict[str, Any]) -> None:
-    if args.get("axis") is not None and args.get("axis_name") is not None:
-        raise ValueError("axis and axis_name cannot be used together")
-
-
 register(
     OperatorSchema(
         name="stack",
@@ -201,7 +197,7 @@ register(
         impl=Cat,
         min_inputs=1,
         max_inputs=None,
-        validate=_check_cat,
+        validate=exclusive("axis", "axis_name", "axis and axis_name cannot be used together"),
         doc=(
             "Concatenates the inputs' samples along an existing axis, ``axis`` or the layout "
             "letter ``axis_name``; the extents must match along the other axes."

@@ -48,6 +48,7 @@ import numpy as np
 from augkit import backend
 from augkit.errors import ArgumentError
 from augkit.operators.base import SampleOperator
+from augkit.operators.layouts import axis_letters, exclusive
 from augkit.operators.registry import (
     REQUIRED,
     Arg,
@@ -57,7 +58,6 @@ from augkit.operators.registry import (
     to_bool,
     to_floats,
     to_ints,
-    to_str,
 )
 from augkit.tensors import TensorList
 
@@ -126,12 +126,7 @@ def relabel(batch: TensorList, layout: str) -> TensorList:
     return out
 
 
-@described("a layout string (one letter per axis)")
-def to_layout(value: Any) -> str:
-    value = to_str(value)
-    if len(set(value)) != len(value):
-        raise ValueError(f'axis names repeat in "{value}"')
-    return value
+to_layout = axis_letters("a layout string (one letter per axis)", 'axis names repeat in "{value}"')
 
 
 def axis_index(axis: int, ndim: int, what: str = "axis") -> int:
@@ -356,11 +351,6 @@ class Reshape(TensorOperator):
         return in_layout if out_ndim == in_ndim else ""
 
 
-def _check_reshape(args: dict[str, Any]) -> None:
-    if args.get("shape") is not None and args.get("rel_shape") is not None:
-        raise ValueError("shape and rel_shape are mutually exclusive")
-
-
 register(
     OperatorSchema(
         name="reshape",
@@ -369,7 +359,7 @@ register(
         devices=("cpu", "gpu"),
         min_inputs=1,
         max_inputs=2,
-        validate=_check_reshape,
+        validate=exclusive("shape", "rel_shape", "shape and rel_shape are mutually exclusive"),
         doc=(
             "Gives the data a new shape of the same volume (no copy): ``shape`` (or the second "
             "input), ``rel_shape`` (relative to the input's extents, or to those of "
@@ -516,18 +506,15 @@ class Squeeze(TensorOperator):
         return "".join(c for i, c in enumerate(in_layout) if i not in axes)
 
 
-def _check_squeeze(args: dict[str, Any]) -> None:
-    if args.get("axes") is not None and args.get("axis_names") is not None:
-        raise ValueError("axes and axis_names are mutually exclusive: give one")
-
-
 register(
     OperatorSchema(
         name="squeeze",
         class_name="Squeeze",
         impl=Squeeze,
         devices=("cpu", "gpu"),
-        validate=_check_squeeze,
+        validate=exclusive(
+            "axes", "axis_names", "axes and axis_names are mutually exclusive: give one"
+        ),
         doc=(
             "Removes dimensions of extent 1, given as ``axes`` (per sample too) or as layout "
             "letters ``axis_names``; their letters leave the layout."
