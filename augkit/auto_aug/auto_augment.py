@@ -60,9 +60,18 @@ import numpy as np
 
 from augkit import fn, types
 from augkit.auto_aug import augmentations as a
-from augkit.auto_aug.core import Augmentation, forbid_unused_kwargs, signed_bin
+from augkit.auto_aug._policy_common import (
+    check_kwargs,
+    draw_seeds,
+    paper_colour,
+    policy_kwargs,
+    signed,
+    step,
+    translations,
+    warps,
+)
+from augkit.auto_aug.core import Augmentation, forbid_unused_kwargs
 from augkit.auto_aug.policy import Policy
-from augkit.auto_aug.select import check_missing_kwargs, choose, draw_seeds, translations
 from augkit.errors import ArgumentError
 from augkit.graph import DataNode
 
@@ -77,7 +86,8 @@ __all__ = [
 ]
 
 NUM_MAGNITUDE_BINS = 11
-_DEFAULT_TRANSLATE_ABS, _DEFAULT_TRANSLATE_REL = 250, 1.0
+# The default (max_translate_abs, max_translate_rel).
+_DEFAULT_TRANSLATE = (250, 1.0)
 
 # The paper's sub-policies as (augmentation name, probability, magnitude bin) steps; the names
 # are resolved by ``_policy`` against each policy's own set-up of the augmentations.
@@ -199,21 +209,15 @@ def _paper_augmentations() -> dict[str, Augmentation]:
     enhance ones take the factor itself in ``[0.1, 1.9]`` (not ``1 + m``, not negated),
     posterize keeps 0..4 bits, solarize's threshold grows with the bin (0..256), so those
     three get weaker as the bin grows; the geometric ones as in the standard suite."""
-    return {
-        "shear_x": a.shear_x.augmentation((0, 0.3), True),
-        "shear_y": a.shear_y.augmentation((0, 0.3), True),
-        "rotate": a.rotate.augmentation((0, 30), True),
-        "brightness": a.brightness.augmentation((0.1, 1.9), False, None),
-        "contrast": a.contrast.augmentation((0.1, 1.9), False, None),
-        "color": a.color.augmentation((0.1, 1.9), False, None),
-        "sharpness": a.sharpness.augmentation((0.1, 1.9), False, a.sharpness_kernel_shifted),
-        "posterize": a.posterize.augmentation((0, 4), False, a.poster_mask_uint8),
-        "solarize": a.solarize.augmentation((0, 256), False),
-        "solarize_add": a.solarize_add.augmentation((0, 110), False),
-        "invert": a.invert,
-        "equalize": a.equalize,
-        "auto_contrast": a.auto_contrast,
-    }
+    augs = [
+        *warps((0, 0.3), (0, 30)),
+        *paper_colour(),
+        a.solarize_add.augmentation((0, 110), False),
+        a.invert,
+        a.equalize,
+        a.auto_contrast,
+    ]
+    return {aug.name: aug for aug in augs}
 
 
 def _policy(
@@ -228,16 +232,6 @@ def _policy(
         name=name,
         num_magnitude_bins=NUM_MAGNITUDE_BINS,
         sub_policies=[[(augs[aug], p, mag) for aug, p, mag in sub] for sub in table],
-    )
-
-
-def _translations(use_shape: Any, max_translate_abs: Any, max_translate_rel: Any) -> list[Any]:
-    return translations(
-        use_shape,
-        _DEFAULT_TRANSLATE_ABS,
-        _DEFAULT_TRANSLATE_REL,
-        max_translate_abs,
-        max_translate_rel,
     )
 
 
@@ -268,7 +262,7 @@ def get_image_net_policy(
         >>> [(aug.name, p, mag) for aug, p, mag in policy.sub_policies[0]]
         [('equalize', 0.8, None), ('shear_y', 0.8, 4)]
     """
-    translate = _translations(use_shape, max_translate_abs, max_translate_rel)
+    translate = translations(use_shape, _DEFAULT_TRANSLATE, max_translate_abs, max_translate_rel)
     return _policy("ImageNetPolicy", _IMAGE_NET, translate)
 
 
@@ -284,7 +278,7 @@ def get_reduced_cifar10_policy(
         >>> get_reduced_cifar10_policy().name
         'ReducedCifar10Policy'
     """
-    translate = _translations(use_shape, max_translate_abs, max_translate_rel)
+    translate = translations(use_shape, _DEFAULT_TRANSLATE, max_translate_abs, max_translate_rel)
     return _policy("ReducedCifar10Policy", _REDUCED_CIFAR10, translate)
 
 
@@ -300,7 +294,7 @@ def get_svhn_policy(
         >>> get_svhn_policy().name
         'SvhnPolicy'
     """
-    translate = _translations(use_shape, max_translate_abs, max_translate_rel)
+    translate = translations(use_shape, _DEFAULT_TRANSLATE, max_translate_abs, max_translate_rel)
     return _policy("SvhnPolicy", _SVHN, translate)
 
 
@@ -389,10 +383,7 @@ def auto_augment(
             max_translate_abs=max_translate_abs,
             max_translate_rel=max_translate_rel,
         )
-    kwargs: dict[str, Any] = {"fill_value": fill_value, "interp_type": interp_type}
-    if shape is not None:
-        kwargs["shape"] = shape
-    return apply_auto_augment(policy, data, seed, **kwargs)
+    return apply_auto_augment(policy, data, seed, **policy_kwargs(shape, fill_value, interp_type))
 
 
 def auto_augment_image_net(
@@ -494,28 +485,23 @@ def apply_auto_augment(
     # One lookup of the sub-policy's rows (so Pipeline.draws lists the sub-policy once).
     rows = types.Constant(table)[sub_policy_id]
     run_probabilities = rows[0]
-    magnitude_bins: Any = fn.cast(rows[1], dtype=types.INT32)
+    magnitude_bins = fn.cast(rows[1], dtype=types.INT32)
     choices = fn.cast(rows[2], dtype=types.INT32)
     augmentations = list(policy.augmentations.values())
-    if any(aug.randomly_negate for aug in augmentations):
-        magnitude_bins = signed_bin(magnitude_bins, seed=sign_seed, shape=(stages,))
-    forbid_unused_kwargs(augmentations, kwargs, "apply_auto_augment")
-    check_missing_kwargs(augmentations, kwargs, "apply_auto_augment", "get_image_net_policy")
+    magnitude_bins = signed(augmentations, magnitude_bins, sign_seed, (stages,))
+    check_kwargs(augmentations, kwargs, "apply_auto_augment", "get_image_net_policy")
     for stage in range(stages):
         # One per-sample choice: 0 where the step does not run (its coin is above its
         # probability, or the sub-policy has no such stage), else the augmentation's position.
         runs = should_run[stage] < run_probabilities[stage]
         index = choices[stage] * runs
-        data = choose(
+        data = step(
             [_skip, *per_stage[stage]],
             index,
-            (),
-            dict(
-                data=data,
-                magnitude_bin=magnitude_bins[stage],
-                num_magnitude_bins=policy.num_magnitude_bins,
-                **kwargs,
-            ),
+            data,
+            magnitude_bins[stage],
+            policy.num_magnitude_bins,
+            kwargs,
             call_name="apply_auto_augment",
             label=f"auto_augment[{stage}]",
             names=["skip", *(aug.name for aug in per_stage[stage])],

@@ -41,16 +41,12 @@ from typing import Any
 
 import numpy as np
 
-from augkit.auto_aug._augmentation import Augmentation
+from augkit.auto_aug._augmentation import Augmentation, _int_like
 from augkit.errors import ArgumentError
 
 __all__ = ["Policy"]
 
 SubPolicy = Sequence[tuple[Augmentation, float, int | None]]
-
-
-def _int_like(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _number(value: Any) -> bool:

@@ -53,18 +53,22 @@ import warnings
 from typing import Any
 
 from augkit import fn, types
-from augkit.auto_aug import augmentations as a
-from augkit.auto_aug.core import Augmentation, forbid_unused_kwargs, signed_bin
-from augkit.auto_aug.select import (
-    _int_like,
+from augkit.auto_aug._augmentation import _int_like
+from augkit.auto_aug._policy_common import (
     check_augmentations,
-    check_missing_kwargs,
+    check_kwargs,
     check_num_magnitude_bins,
-    choose,
     draw_seeds,
     exclude,
+    monotonic_colour,
+    paper_colour,
+    policy_kwargs,
+    signed,
+    step,
+    suite,
     translations,
 )
+from augkit.auto_aug.core import Augmentation
 from augkit.errors import ArgumentError
 from augkit.graph import DataNode
 
@@ -75,7 +79,8 @@ __all__ = [
     "rand_augment",
 ]
 
-_DEFAULT_TRANSLATE_ABS, _DEFAULT_TRANSLATE_REL = 100, 100 / 224
+# The default (max_translate_abs, max_translate_rel).
+_DEFAULT_TRANSLATE = (100, 100 / 224)
 
 
 def get_rand_augment_suite(
@@ -102,29 +107,8 @@ def get_rand_augment_suite(
         >>> get_rand_augment_suite()[-5].mag_range  # posterize: 8 bits at bin 0, 4 at the last
         (8, 4)
     """
-    translate = translations(
-        use_shape,
-        _DEFAULT_TRANSLATE_ABS,
-        _DEFAULT_TRANSLATE_REL,
-        max_translate_abs,
-        max_translate_rel,
-    )
-    return [
-        *translate,
-        a.shear_x.augmentation((0, 0.3), True),
-        a.shear_y.augmentation((0, 0.3), True),
-        a.rotate.augmentation((0, 30), True),
-        a.brightness.augmentation((0, 0.9), True, a.shift_enhance_range),
-        a.contrast.augmentation((0, 0.9), True, a.shift_enhance_range),
-        a.color.augmentation((0, 0.9), True, a.shift_enhance_range),
-        a.sharpness.augmentation((0, 0.9), True, a.sharpness_kernel),
-        a.posterize.augmentation((8, 4), False, a.poster_mask_uint8),
-        # The threshold falls as the bin grows: more of the image is inverted.
-        a.solarize.augmentation((256, 0)),
-        a.equalize,
-        a.auto_contrast,
-        a.identity,
-    ]
+    translate = translations(use_shape, _DEFAULT_TRANSLATE, max_translate_abs, max_translate_rel)
+    return suite(translate, (0, 0.3), (0, 30), monotonic_colour((0, 0.9), (8, 4)))
 
 
 def get_rand_augment_non_monotonic_suite(
@@ -140,28 +124,8 @@ def get_rand_augment_non_monotonic_suite(
         >>> [aug.mag_range for aug in get_rand_augment_non_monotonic_suite()][5:7]
         [(0.1, 1.9), (0.1, 1.9)]
     """
-    translate = translations(
-        use_shape,
-        _DEFAULT_TRANSLATE_ABS,
-        _DEFAULT_TRANSLATE_REL,
-        max_translate_abs,
-        max_translate_rel,
-    )
-    return [
-        *translate,
-        a.shear_x.augmentation((0, 0.3), True),
-        a.shear_y.augmentation((0, 0.3), True),
-        a.rotate.augmentation((0, 30), True),
-        a.brightness.augmentation((0.1, 1.9), False, None),
-        a.contrast.augmentation((0.1, 1.9), False, None),
-        a.color.augmentation((0.1, 1.9), False, None),
-        a.sharpness.augmentation((0.1, 1.9), False, a.sharpness_kernel_shifted),
-        a.posterize.augmentation((0, 4), False, a.poster_mask_uint8),
-        a.solarize.augmentation((0, 256), False, None),
-        a.equalize,
-        a.auto_contrast,
-        a.identity,
-    ]
+    translate = translations(use_shape, _DEFAULT_TRANSLATE, max_translate_abs, max_translate_rel)
+    return suite(translate, (0, 0.3), (0, 30), paper_colour())
 
 
 def rand_augment(
@@ -214,13 +178,10 @@ def rand_augment(
         >>> inspect.signature(rand_augment).parameters["num_magnitude_bins"].default
         31
     """
-    kwargs: dict[str, Any] = {"fill_value": fill_value, "interp_type": interp_type}
-    use_shape = shape is not None
-    if use_shape:
-        kwargs["shape"] = shape
+    kwargs = policy_kwargs(shape, fill_value, interp_type)
     suite_of = get_rand_augment_suite if monotonic_mag else get_rand_augment_non_monotonic_suite
-    suite = suite_of(use_shape, max_translate_abs, max_translate_rel)
-    chosen = exclude(suite, excluded, "RandAugment")
+    augmentations = suite_of(shape is not None, max_translate_abs, max_translate_rel)
+    chosen = exclude(augmentations, excluded, "RandAugment")
     return apply_rand_augment(
         chosen, data, n, m, num_magnitude_bins=num_magnitude_bins, seed=seed, **kwargs
     )
@@ -297,21 +258,17 @@ def apply_rand_augment(
     op_idx = fn.random.uniform(
         values=list(range(len(augmentations))), shape=shape, dtype=types.INT32, seed=op_seed
     )
-    signed = any(aug.randomly_negate for aug in augmentations)
-    mag_bin: Any = signed_bin(m, seed=sign_seed, shape=shape) if signed else m
-    forbid_unused_kwargs(augmentations, kwargs, "apply_rand_augment")
-    check_missing_kwargs(augmentations, kwargs, "apply_rand_augment", "get_rand_augment_suite")
+    # One sign per step where the suite negates at random (the bin m is the same for all).
+    mag_bin = signed(augmentations, m, sign_seed, shape)
+    check_kwargs(augmentations, kwargs, "apply_rand_augment", "get_rand_augment_suite")
     for level in range(n):
-        data = choose(
+        data = step(
             augmentations,
             op_idx if n == 1 else op_idx[level],
-            (),
-            dict(
-                data=data,
-                magnitude_bin=mag_bin if not signed or n == 1 else mag_bin[level],
-                num_magnitude_bins=num_magnitude_bins,
-                **kwargs,
-            ),
+            data,
+            mag_bin if n == 1 or isinstance(mag_bin, int) else mag_bin[level],
+            num_magnitude_bins,
+            kwargs,
             call_name="apply_rand_augment",
             label=f"rand_augment[{level}]",
         )

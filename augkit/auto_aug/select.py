@@ -44,19 +44,16 @@ Decisions and traps:
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from augkit.auto_aug._augmentation import (
     Augmentation,
-    MissingArgException,
+    _int_like,
     accepted_kwargs,
     forbid_unused_kwargs,
 )
-from augkit.errors import ArgumentError, suggest
+from augkit.errors import ArgumentError
 from augkit.graph import DataNode
 
 __all__ = ["select"]
@@ -145,10 +142,6 @@ def choose(
     )
 
 
-def _int_like(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
 def select(
     ops: Sequence[Callable[..., Any]], selected_op_idx: DataNode | int, *op_args: Any, **op_kwargs
 ) -> Any:
@@ -195,192 +188,3 @@ def select(
         extra = {k: v for k, v in op_kwargs.items() if k not in _CALL_KEYWORDS}
         forbid_unused_kwargs(augs, extra, "select")
     return choose(ops, selected_op_idx, op_args, op_kwargs, call_name="select", label="select")
-
-
-def check_missing_kwargs(
-    augmentations: Sequence[Augmentation],
-    kwargs: dict[str, Any],
-    call_name: str,
-    ref_suite_name: str,
-) -> None:
-    """Refuse, before anything is built, an augmentation that needs a keyword the call does
-    not give: for the shape-relative translations DALI's hint (pass ``shape``, or use the
-    ``_no_shape`` ones), otherwise the ``MissingArgException`` the augmentation would raise.
-
-    Raises:
-        MissingArgException: naming the augmentation and the argument.
-    """
-    from augkit.auto_aug import augmentations as a
-    from augkit.auto_aug._augmentation import _extra_params
-
-    for aug in augmentations:
-        missing = [
-            p.name
-            for p in _extra_params(aug.op)
-            if p.default is inspect.Parameter.empty and p.name not in kwargs
-        ]
-        if not missing:
-            continue
-        if missing == ["shape"] and aug.op in (a.translate_x.op, a.translate_y.op):
-            message = (
-                f"The augmentation `{aug.name}` requires `shape` argument that describes image "
-                f"shape (in HWC layout). Please provide it as `shape` argument to "
-                f"`{call_name}` call. You can get the image shape from encoded images with "
-                f"`fn.peek_image_shape`. Alternatively, you can use "
-                f"`translate_x_no_shape`/`translate_y_no_shape` that does not rely on image "
-                f"shape, but uses offset from fixed range: for reference see "
-                f"`{ref_suite_name}` and its `use_shape` argument. "
-            )
-        else:
-            message = (
-                f"The augmentation `{aug.name}` requires following named argument(s) which were "
-                f"not provided to the call: {', '.join(missing)}. Please make sure to pass the "
-                f"required arguments when calling the augmentation (give them to `{call_name}`)."
-            )
-        raise MissingArgException(message, augmentation=aug, missing_args=missing)
-
-
-# --- the policies' shared plumbing -------------------------------------------------------------
-
-
-def draw_seeds(seed: Any, count: int, call_name: str) -> list[int | None]:
-    """One seed per random draw of a policy, derived from the user's ``seed``; ``None`` (the
-    pipeline's seed) for each when ``seed`` is ``None`` or -1.
-
-    DALI gives the same ``seed`` to each of its draws, which then come from one random stream
-    (the operation index and the sign, or the coin and the sub-policy, are correlated); here
-    each draw gets its own seed, ``random.operator_seed(seed, k)``.
-
-    Raises:
-        ArgumentError: a seed that is not an int.
-    """
-    if seed is None or (_int_like(seed) and seed == -1):
-        return [None] * count
-    if not _int_like(seed) or seed < 0:
-        raise ArgumentError(
-            f"{call_name}: `seed` must be a non-negative int (or None), got {seed!r}"
-        )
-    from augkit.random import operator_seed
-
-    return [operator_seed(int(seed), k) for k in range(count)]
-
-
-def _max_translate_hw(value: Any, arg: str) -> tuple[float, float]:
-    """``(height, width)`` of a ``max_translate_*`` argument: a number, or a pair."""
-
-    def ok(x: Any) -> bool:
-        return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
-
-    if isinstance(value, (tuple, list)) and len(value) == 2 and all(ok(x) for x in value):
-        return value[0], value[1]
-    if ok(value):
-        return value, value
-    raise ArgumentError(
-        f"The argument `{arg}` must be a number or a (height, width) pair of numbers, "
-        f"got {value!r}."
-    )
-
-
-def translations(
-    use_shape: Any,
-    default_translate_abs: float,
-    default_translate_rel: float,
-    max_translate_abs: Any = None,
-    max_translate_rel: Any = None,
-) -> list[Augmentation]:
-    """``[translate_x, translate_y]`` for a suite (DALI's ``get_translations``): relative to
-    each sample's shape (``translate_x``/``translate_y``, mag_range ``(0,
-    max_translate_rel)``) with ``use_shape``, else by pixels (``translate_x_no_shape``/
-    ``translate_y_no_shape``, ``(0, max_translate_abs)``); both negated at random. A pair
-    limits ``(height, width)``: y takes the first, x the second.
-
-    Raises:
-        ArgumentError: ``use_shape`` not a bool, ``max_translate_abs`` with ``use_shape``,
-            ``max_translate_rel`` without, or a limit that is not a number or a pair.
-    """
-    from augkit.auto_aug import augmentations as a
-
-    if not isinstance(use_shape, bool):
-        raise ArgumentError(
-            f"The `use_shape` is a flag that should be set to either True or False, "
-            f"got {use_shape}."
-        )
-    if use_shape:
-        if max_translate_abs is not None:
-            raise ArgumentError(
-                "The argument `max_translate_abs` cannot be used with image shapes. "
-                "You may use `max_translate_rel` instead."
-            )
-        limit, arg = (
-            default_translate_rel if max_translate_rel is None else max_translate_rel,
-            "max_translate_rel",
-        )
-        x_aug, y_aug = a.translate_x, a.translate_y
-    else:
-        if max_translate_rel is not None:
-            raise ArgumentError(
-                "The argument `max_translate_rel` cannot be used without image shapes. "
-                "You may use `max_translate_abs` instead."
-            )
-        limit, arg = (
-            default_translate_abs if max_translate_abs is None else max_translate_abs,
-            "max_translate_abs",
-        )
-        x_aug, y_aug = a.translate_x_no_shape, a.translate_y_no_shape
-    height, width = _max_translate_hw(limit, arg)
-    return [x_aug.augmentation((0, width), True), y_aug.augmentation((0, height), True)]
-
-
-def exclude(
-    augmentations: Sequence[Augmentation], excluded: Any, suite_name: str
-) -> list[Augmentation]:
-    """The suite without the augmentations named in ``excluded``.
-
-    Raises:
-        ArgumentError: ``excluded`` is not a list of names, or names an augmentation the suite
-            does not have (DALI's message, the suite's names in its order).
-    """
-    names = [aug.name for aug in augmentations]
-    if excluded is None:
-        excluded = []
-    if isinstance(excluded, str) or not isinstance(excluded, (list, tuple, set, frozenset)):
-        raise ArgumentError(
-            f"The `excluded` must be a list of names of augmentations of the {suite_name} "
-            f"suite, got {excluded!r}."
-        )
-    for name in excluded:
-        if name not in names:
-            raise ArgumentError(
-                f"The `{name}` was specified in `excluded`, but the {suite_name} suite does not "
-                f"contain augmentation with this name. The augmentations in the suite are: "
-                f"{', '.join(names)}.{suggest(str(name), names)}"
-            )
-    return [aug for aug in augmentations if aug.name not in excluded]
-
-
-def check_augmentations(augmentations: Any, call_name: str) -> list[Augmentation]:
-    """``augmentations`` as a list, every one an ``Augmentation``.
-
-    Raises:
-        ArgumentError: not a list or tuple, or an element that is not an ``Augmentation``.
-    """
-    if not isinstance(augmentations, (list, tuple)):
-        raise ArgumentError(
-            f"{call_name}: `augmentations` must be a list of augmentations, got {augmentations!r}"
-        )
-    for aug in augmentations:
-        if not isinstance(aug, Augmentation):
-            raise ArgumentError(
-                f"{call_name}: every element of `augmentations` must be an Augmentation (a "
-                f"function decorated with `@augmentation`), got {aug!r}"
-            )
-    return list(augmentations)
-
-
-def check_num_magnitude_bins(num_magnitude_bins: Any) -> None:
-    """Raises ArgumentError (DALI's message) for a ``num_magnitude_bins`` that is not a
-    positive int."""
-    if not _int_like(num_magnitude_bins) or num_magnitude_bins < 1:
-        raise ArgumentError(
-            f"The `num_magnitude_bins` must be a positive integer, got {num_magnitude_bins}."
-        )

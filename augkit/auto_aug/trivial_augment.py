@@ -43,23 +43,27 @@ from __future__ import annotations
 from typing import Any
 
 from augkit import fn, types
-from augkit.auto_aug import augmentations as a
-from augkit.auto_aug.core import Augmentation, forbid_unused_kwargs, signed_bin
-from augkit.auto_aug.select import (
+from augkit.auto_aug._policy_common import (
     check_augmentations,
-    check_missing_kwargs,
+    check_kwargs,
     check_num_magnitude_bins,
-    choose,
     draw_seeds,
     exclude,
+    monotonic_colour,
+    policy_kwargs,
+    signed,
+    step,
+    suite,
     translations,
 )
+from augkit.auto_aug.core import Augmentation
 from augkit.errors import ArgumentError
 from augkit.graph import DataNode
 
 __all__ = ["apply_trivial_augment", "get_trivial_augment_wide_suite", "trivial_augment_wide"]
 
-_DEFAULT_TRANSLATE_ABS, _DEFAULT_TRANSLATE_REL = 32, 1.0
+# The default (max_translate_abs, max_translate_rel).
+_DEFAULT_TRANSLATE = (32, 1.0)
 
 
 def get_trivial_augment_wide_suite(
@@ -85,29 +89,8 @@ def get_trivial_augment_wide_suite(
         >>> len(suite), suite[4].name, suite[4].mag_range
         (14, 'rotate', (0, 135))
     """
-    translate = translations(
-        use_shape,
-        _DEFAULT_TRANSLATE_ABS,
-        _DEFAULT_TRANSLATE_REL,
-        max_translate_abs,
-        max_translate_rel,
-    )
-    return [
-        *translate,
-        a.shear_x.augmentation((0, 0.99), True),
-        a.shear_y.augmentation((0, 0.99), True),
-        a.rotate.augmentation((0, 135), True),
-        a.brightness.augmentation((0.01, 0.99), True, a.shift_enhance_range),
-        a.contrast.augmentation((0.01, 0.99), True, a.shift_enhance_range),
-        a.color.augmentation((0.01, 0.99), True, a.shift_enhance_range),
-        a.sharpness.augmentation((0.01, 0.99), True, a.sharpness_kernel),
-        a.posterize.augmentation((8, 2), False, a.poster_mask_uint8),
-        # The threshold falls as the bin grows: more of the image is inverted.
-        a.solarize.augmentation((256, 0)),
-        a.equalize,
-        a.auto_contrast,
-        a.identity,
-    ]
+    translate = translations(use_shape, _DEFAULT_TRANSLATE, max_translate_abs, max_translate_rel)
+    return suite(translate, (0, 0.99), (0, 135), monotonic_colour((0.01, 0.99), (8, 2)))
 
 
 def trivial_augment_wide(
@@ -152,16 +135,13 @@ def trivial_augment_wide(
         >>> inspect.signature(trivial_augment_wide).parameters["excluded"].default is None
         True
     """
-    kwargs: dict[str, Any] = {"fill_value": fill_value, "interp_type": interp_type}
-    use_shape = shape is not None
-    if use_shape:
-        kwargs["shape"] = shape
-    suite = get_trivial_augment_wide_suite(
-        use_shape=use_shape,
+    kwargs = policy_kwargs(shape, fill_value, interp_type)
+    augmentations = get_trivial_augment_wide_suite(
+        use_shape=shape is not None,
         max_translate_abs=max_translate_abs,
         max_translate_rel=max_translate_rel,
     )
-    chosen = exclude(suite, excluded, "TrivialAugmentWide")
+    chosen = exclude(augmentations, excluded, "TrivialAugmentWide")
     return apply_trivial_augment(
         chosen, data, num_magnitude_bins=num_magnitude_bins, seed=seed, **kwargs
     )
@@ -211,28 +191,21 @@ def apply_trivial_augment(
             "Got empty list in `apply_trivial_augment` call."
         )
     bin_seed, sign_seed, op_seed = draw_seeds(seed, 3, "apply_trivial_augment")
-    magnitude_bin: Any = fn.random.uniform(
+    magnitude_bin = fn.random.uniform(
         values=list(range(num_magnitude_bins)), dtype=types.INT32, seed=bin_seed
     )
-    if any(aug.randomly_negate for aug in augmentations):
-        magnitude_bin = signed_bin(magnitude_bin, seed=sign_seed)
-    forbid_unused_kwargs(augmentations, kwargs, "apply_trivial_augment")
-    check_missing_kwargs(
-        augmentations, kwargs, "apply_trivial_augment", "get_trivial_augment_wide_suite"
-    )
+    magnitude_bin = signed(augmentations, magnitude_bin, sign_seed)
+    check_kwargs(augmentations, kwargs, "apply_trivial_augment", "get_trivial_augment_wide_suite")
     op_idx = fn.random.uniform(
         values=list(range(len(augmentations))), dtype=types.INT32, seed=op_seed
     )
-    return choose(
+    return step(
         augmentations,
         op_idx,
-        (),
-        dict(
-            data=data,
-            magnitude_bin=magnitude_bin,
-            num_magnitude_bins=num_magnitude_bins,
-            **kwargs,
-        ),
+        data,
+        magnitude_bin,
+        num_magnitude_bins,
+        kwargs,
         call_name="apply_trivial_augment",
         label="trivial_augment",
     )
