@@ -55,7 +55,7 @@ Decisions and traps:
   read every sample ``num_workers`` times. ``iter()`` inside a DataLoader worker raises a
   ``RuntimeError`` saying so, and pickling the dataset raises a ``TypeError``. To use more
   cores, raise the pipeline's ``num_threads`` / ``py_num_workers``.
-- Tensors are made by ``augkit.plugin.pytorch.to_torch``: a batch that an operator made as one
+- Tensors are made by ``augkit.plugin.torch_tensors.to_torch``: a batch that an operator made as one
   array (random values, casts: see ``to_torch``) is shared with the pipeline and must not be
   written into (``.clone()`` first); a batch of separate samples (decoded images) is stacked
   into a new tensor. The last batch of a PARTIAL epoch trimmed of padding is a view. A ragged
@@ -85,10 +85,7 @@ import torch.utils.data
 from augkit.errors import ArgumentError, RaggedBatchError
 from augkit.pipeline import Pipeline
 from augkit.plugin.base_iterator import LastBatchPolicy, walk_epoch
-
-# ``augkit.plugin.pytorch`` re-exports PipelineDataset (``from augkit.plugin.dataset import
-# PipelineDataset`` at its end), so its ``to_torch`` is imported when first needed, not here:
-# either module can then be imported first.
+from augkit.plugin.torch_tensors import to_torch
 
 __all__ = ["PipelineDataset"]
 
@@ -227,8 +224,6 @@ class PipelineDataset(torch.utils.data.IterableDataset):
         return tuple(t[:count] for t in batch)
 
     def _convert(self, outputs: Sequence[Any]) -> Any:
-        from augkit.plugin.pytorch import to_torch
-
         if len(outputs) != len(self.output_map):
             raise ArgumentError(
                 f"PipelineDataset: output_map names {len(self.output_map)} outputs "
