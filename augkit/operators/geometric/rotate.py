@@ -68,6 +68,7 @@ import numpy as np
 from augkit import backend, types
 from augkit.operators.geometric import warp
 from augkit.operators.geometric.targets import Geometry, MovesTargets, image_size, movable
+from augkit.operators.geometric.warp_affine import sampling, to_size
 from augkit.operators.layouts import HWC_IMAGE, check_image
 from augkit.operators.registry import (
     REQUIRED,
@@ -79,7 +80,6 @@ from augkit.operators.registry import (
     to_bool,
     to_dtype,
     to_float,
-    to_floats,
 )
 
 _TYPES = warp.WARP_TYPES
@@ -135,14 +135,6 @@ def _angle(value: Any) -> float:
 
 def _round_size(value: float) -> int:
     return max(1, math.floor(value + 0.5))
-
-
-@described("2 positive numbers (H, W)", 0)
-def _size(value: Any) -> tuple[float, float]:
-    out = to_floats(2)(value)
-    if min(out) <= 0:
-        raise ValueError(f"the output size must be positive, got {out}")
-    return out
 
 
 @described("None (augkit rotates 2-D images only)")
@@ -212,15 +204,10 @@ def _warp_plan(
     **_: Any,
 ) -> tuple[np.ndarray, tuple[int, int], str, np.dtype]:
     """What both kernels warp with: the matrix, the output (H, W), the sampling and the type."""
-    out_dtype = image.dtype if dtype is None else dtype.numpy
-    if out_dtype not in _TYPES:
-        names = ", ".join(t.name for t in _TYPES)
-        raise ValueError(f"dtype must be one of {names}, got {out_dtype.name}")
+    interp, out_dtype = sampling(image, dtype, interp_type)
     in_size = image.shape[:2]
     out_size = output_size(in_size, angle, keep_size, size)
-    matrix = rotation_matrix(in_size, out_size, angle)
-    interp = warp.NEAREST if interp_type == types.INTERP_NN else warp.LINEAR
-    return matrix, out_size, interp, out_dtype
+    return rotation_matrix(in_size, out_size, angle), out_size, interp, out_dtype
 
 
 register(
@@ -267,7 +254,7 @@ Example, in a pipeline definition::
                 "size",
                 "output (H, W), rounded to integers (overrides keep_size)",
                 None,
-                _size,
+                to_size,
                 True,
             ),
             Arg(

@@ -80,23 +80,38 @@ _TYPES = warp.WARP_TYPES
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
-def _finite_matrix(value: Any, rows: int, name: str) -> np.ndarray:
-    """A (rows, 3) float64 matrix from 3*rows numbers or a (rows, 3) array."""
+def matrix_numbers(value: Any, count: int) -> np.ndarray:
+    """``value`` (``count`` numbers, flat or as a matrix) as a float64 array, its shape as given.
+
+    Raises:
+        TypeError: not numbers (a string, a mapping, None, ...).
+    """
     if isinstance(value, (str, bytes, dict)) or value is None:
-        raise TypeError(f"expected {3 * rows} numbers, got {value!r}")
+        raise TypeError(f"expected {count} numbers, got {value!r}")
     try:
-        array = np.asarray(value, dtype=np.float64)
+        return np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"expected {3 * rows} numbers, got {value!r}") from None
-    if array.size != 3 * rows or array.ndim > 2 or (array.ndim == 2 and array.shape != (rows, 3)):
-        raise ValueError(
-            f"the {name} must have {3 * rows} elements (a {rows}x3 matrix), got shape {array.shape}"
-        )
+        raise TypeError(f"expected {count} numbers, got {value!r}") from None
+
+
+def check_float32_range(array: np.ndarray, name: str) -> None:
+    """Raise ValueError unless the matrix ``array`` (called ``name`` in the message) holds finite
+    numbers within float32's range."""
     if not np.isfinite(array).all() or np.abs(array).max() > _FLOAT32_MAX:
         raise ValueError(
             f"the {name} must hold finite numbers within float32's range, got "
             f"{array.reshape(-1).tolist()}"
         )
+
+
+def _finite_matrix(value: Any, rows: int, name: str) -> np.ndarray:
+    """A (rows, 3) float64 matrix from 3*rows numbers or a (rows, 3) array."""
+    array = matrix_numbers(value, 3 * rows)
+    if array.size != 3 * rows or array.ndim > 2 or (array.ndim == 2 and array.shape != (rows, 3)):
+        raise ValueError(
+            f"the {name} must have {3 * rows} elements (a {rows}x3 matrix), got shape {array.shape}"
+        )
+    check_float32_range(array, name)
     return array.reshape(rows, 3)
 
 
@@ -113,6 +128,16 @@ def to_size(value: Any) -> tuple[float, float]:
     if min(out) <= 0:
         raise ValueError(f"the output size must be positive, got {out}")
     return out
+
+
+# The arguments warp_affine and warp_perspective share.
+SIZE_ARG = Arg("size", "output (H, W), rounded (default: the input's size)", None, to_size, True)
+INVERSE_MAP_ARG = Arg(
+    "inverse_map",
+    "True: the matrix maps destination to source; False: source to destination",
+    True,
+    to_bool,
+)
 
 
 def round_size(size: tuple[float, float] | None, in_size: tuple[int, int]) -> tuple[int, int]:
@@ -221,13 +246,24 @@ def _warp_plan(
 ) -> tuple[np.ndarray, tuple[int, int], str, np.dtype]:
     """What both kernels warp with: the matrix, the output (H, W), the sampling and the type."""
     m = source_matrix(mtx, matrix, inverse_map)
+    interp, out_dtype = sampling(image, dtype, interp_type)
+    return m, round_size(size, image.shape[:2]), interp, out_dtype
+
+
+def sampling(
+    image: Any, dtype: types.DALIDataType | None, interp_type: types.DALIInterpType
+) -> tuple[str, np.dtype]:
+    """How an affine warp of ``image`` samples (``warp.NEAREST`` or ``warp.LINEAR``) and the
+    type it writes: ``dtype`` (None: the image's), one of ``warp.WARP_TYPES``.
+
+    Raises:
+        ValueError: another output type.
+    """
     out_dtype = image.dtype if dtype is None else dtype.numpy
     if out_dtype not in _TYPES:
         names = ", ".join(t.name for t in _TYPES)
         raise ValueError(f"dtype must be one of {names}, got {out_dtype.name}")
-    out_size = round_size(size, image.shape[:2])
-    interp = warp.NEAREST if interp_type == types.INTERP_NN else warp.LINEAR
-    return m, out_size, interp, out_dtype
+    return (warp.NEAREST if interp_type == types.INTERP_NN else warp.LINEAR), out_dtype
 
 
 register(
@@ -271,13 +307,8 @@ Example, in a pipeline definition::
                 to_affine_matrix,
                 True,
             ),
-            Arg("size", "output (H, W), rounded (default: the input's size)", None, to_size, True),
-            Arg(
-                "inverse_map",
-                "True: the matrix maps destination to source; False: source to destination",
-                True,
-                to_bool,
-            ),
+            SIZE_ARG,
+            INVERSE_MAP_ARG,
             Arg(
                 "interp_type",
                 "types.INTERP_LINEAR or types.INTERP_NN",

@@ -48,7 +48,13 @@ import numpy as np
 from augkit import backend, types
 from augkit.operators.geometric.targets import Geometry, MovesTargets, image_size, movable
 from augkit.operators.geometric.warp import fits_opencv
-from augkit.operators.geometric.warp_affine import round_size, to_size
+from augkit.operators.geometric.warp_affine import (
+    INVERSE_MAP_ARG,
+    SIZE_ARG,
+    check_float32_range,
+    matrix_numbers,
+    round_size,
+)
 from augkit.operators.layouts import GEOMETRIC, image_layout
 from augkit.operators.registry import (
     Arg,
@@ -58,7 +64,6 @@ from augkit.operators.registry import (
     keeps_kind,
     one_of,
     register,
-    to_bool,
     to_floats,
     to_interp,
 )
@@ -77,19 +82,10 @@ _SHIFT_BACK = np.array([[1, 0, -0.5], [0, 1, -0.5], [0, 0, 1]], np.float32)
 
 
 def _matrix3(value: Any, what: str) -> np.ndarray:
-    if isinstance(value, (str, bytes, dict)) or value is None:
-        raise TypeError(f"expected 9 numbers, got {value!r}")
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"expected 9 numbers, got {value!r}") from None
+    array = matrix_numbers(value, 9)
     if array.size != 9 or array.ndim > 2 or (array.ndim == 2 and array.shape != (3, 3)):
         raise ValueError(f"the {what} must be a 3x3 matrix (9 numbers), got shape {array.shape}")
-    if not np.isfinite(array).all() or np.abs(array).max() > float(np.finfo(np.float32).max):
-        raise ValueError(
-            f"the {what} must hold finite numbers within float32's range, got "
-            f"{array.reshape(-1).tolist()}"
-        )
+    check_float32_range(array, what)
     return array.reshape(3, 3).astype(np.float32)
 
 
@@ -275,13 +271,8 @@ Example, in a pipeline definition::
                 to_perspective_matrix,
                 True,
             ),
-            Arg("size", "output (H, W), rounded (default: the input's size)", None, to_size, True),
-            Arg(
-                "inverse_map",
-                "True: the matrix maps destination to source; False: source to destination",
-                True,
-                to_bool,
-            ),
+            SIZE_ARG,
+            INVERSE_MAP_ARG,
             Arg(
                 "interp_type",
                 "types.INTERP_LINEAR, types.INTERP_NN or types.INTERP_CUBIC",
