@@ -214,20 +214,10 @@ def step(
 ) -> Any:
     """One step of a policy: ``ops[index](data=data, magnitude_bin=..., num_magnitude_bins=...,
     **kwargs)`` per sample, as one choice labelled ``label`` (``select.choose``)."""
-    return choose(
-        ops,
-        index,
-        (),
-        dict(
-            data=data,
-            magnitude_bin=magnitude_bin,
-            num_magnitude_bins=num_magnitude_bins,
-            **kwargs,
-        ),
-        call_name=call_name,
-        label=label,
-        names=names,
+    step_kwargs = dict(
+        data=data, magnitude_bin=magnitude_bin, num_magnitude_bins=num_magnitude_bins, **kwargs
     )
+    return choose(ops, index, (), step_kwargs, call_name=call_name, label=label, names=names)
 
 
 # --- the suites' building blocks -------------------------------------------------------------
