@@ -49,7 +49,7 @@ import numpy as np
 
 from augkit import backend
 from augkit.operators.base import SampleOperator
-from augkit.operators.layouts import NUMBER_TYPES
+from augkit.operators.layouts import NUMBER_TYPES, check_type
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
@@ -148,9 +148,7 @@ class Erase(SampleOperator):
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         if sample.ndim < 1:
             raise ValueError("erase needs samples with at least one dimension, got a scalar")
-        if sample.dtype not in _TYPES:
-            names = ", ".join(t.name for t in _TYPES)
-            raise ValueError(f"erase takes data of type {names}; got {sample.dtype.name}")
+        check_type("erase takes data", sample.dtype, _TYPES)
 
     def axes_of(self, layout: str, ndim: int, axis_names: str | None, axes: Any) -> list[int]:
         if axis_names is not None:

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from augkit import backend
-from augkit.operators.layouts import ANY_IMAGE, ImageOperator
+from augkit.operators.layouts import ANY_IMAGE, ImageOperator, check_type
 from augkit.operators.registry import Arg, OperatorSchema, keeps_kind, register, to_float, to_int
 
 _TYPES = tuple(np.dtype(t) for t in (np.uint8, np.int16, np.int32, np.float32))
@@ -95,9 +95,7 @@ class GridMask(ImageOperator):
         self.cv2 = backend.opencv()
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        if sample.dtype not in _TYPES:
-            names = ", ".join(t.name for t in _TYPES)
-            raise ValueError(f"grid_mask takes images of type {names}; got {sample.dtype.name}")
+        check_type("grid_mask takes images", sample.dtype, _TYPES)
 
     def cpu(self, sample: Any, **args: Any) -> Any:
         return self._mask(sample, np, **args)

@@ -61,24 +61,12 @@ from augkit import backend
 from augkit.operators.base import SampleOperator
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.erase import cpp_cast
-from augkit.operators.layouts import COLOR_IMAGE
+from augkit.operators.layouts import COLOR_IMAGE, NUMBER_TYPES, check_type
 from augkit.operators.registry import Arg, OperatorSchema, keeps_kind, register, to_bool, to_float
 from augkit.tensors import TensorList
 
-_TYPES = tuple(
-    np.dtype(t)
-    for t in (
-        np.uint8,
-        np.int8,
-        np.uint16,
-        np.int16,
-        np.uint32,
-        np.int32,
-        np.uint64,
-        np.int64,
-        np.float32,
-    )
-)
+# DALI's noise types: the integers and float32.
+_TYPES = tuple(t for t in NUMBER_TYPES if t not in (np.float16, np.float64))
 # The largest Poisson mean NumPy draws from (and far beyond any meaningful shot noise).
 _MAX_LAMBDA = 1e18
 
@@ -125,11 +113,7 @@ class NoiseOperator(SampleOperator):
     what = "noise"
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        if sample.dtype not in _TYPES:
-            names = ", ".join(t.name for t in _TYPES)
-            raise ValueError(
-                f"noise.{self.what} takes data of type {names} (as DALI); got {sample.dtype.name}"
-            )
+        check_type(f"noise.{self.what} takes data", sample.dtype, _TYPES, " (as DALI)")
 
 
 def _float_type(dtype: np.dtype) -> type:

@@ -60,6 +60,7 @@ import numpy as np
 from augkit import backend, types
 from augkit.operators.base import SampleOperator, finish
 from augkit.operators.color.cast import convert_sat
+from augkit.operators.layouts import number_dtype
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
@@ -67,7 +68,6 @@ from augkit.operators.registry import (
     keeps_kind,
     register,
     to_bool,
-    to_dtype,
     to_float,
     to_int,
     to_ints,
@@ -108,12 +108,10 @@ def to_param(value: Any) -> float | np.ndarray:
     return arr
 
 
-@described("an output type: types.FLOAT, types.UINT8, types.INT16, ...")
-def _number_type(value: Any) -> types.DALIDataType:
-    dtype = to_dtype(value)
-    if np.dtype(dtype.numpy).kind not in "iuf":
-        raise ValueError(f"normalize produces numbers, not types.{dtype.name}")
-    return dtype
+_number_type = number_dtype(
+    "an output type: types.FLOAT, types.UINT8, types.INT16, ...",
+    "normalize produces numbers, not types.{name}",
+)
 
 
 def _validate(args: dict[str, Any]) -> None:

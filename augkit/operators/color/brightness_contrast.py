@@ -54,17 +54,15 @@ from typing import Any
 
 import numpy as np
 
-from augkit import backend, types
+from augkit import backend
 from augkit.operators.base import RunContext, SampleOperator, dense_batch, per_sample_column
 from augkit.operators.color.cast import convert_sat
-from augkit.operators.layouts import COLOR_IMAGE
+from augkit.operators.layouts import COLOR_IMAGE, number_dtype
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
-    described,
     keeps_kind,
     register,
-    to_dtype,
     to_float,
 )
 from augkit.tensors import TensorList
@@ -88,12 +86,11 @@ _CV_TABLES = frozenset(
 )
 
 
-@described("an integer or floating-point type: types.UINT8, types.FLOAT, ...")
-def _number_type(value: Any) -> types.DALIDataType:
-    dtype = to_dtype(value)
-    if np.dtype(dtype.numpy).kind not in "iuf":
-        raise ValueError(f"the output must be numbers, not types.{dtype.name}")
-    return dtype
+# The ``dtype`` argument of the colour operators (brightness_contrast, color_twist, ...).
+to_number_type = number_dtype(
+    "an integer or floating-point type: types.UINT8, types.FLOAT, ...",
+    "the output must be numbers, not types.{name}",
+)
 
 
 def contrast_center_for(dtype: Any) -> float:
@@ -334,7 +331,7 @@ class BrightnessContrast(SampleOperator):
     gpu = cpu
 
 
-_DTYPE = Arg("dtype", "output data type (default: the input's)", None, _number_type)
+_DTYPE = Arg("dtype", "output data type (default: the input's)", None, to_number_type)
 _BRIGHTNESS = Arg("brightness", "multiplier of the result (1: unchanged)", 1.0, to_float(), True)
 _SHIFT = Arg(
     "brightness_shift",

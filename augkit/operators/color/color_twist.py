@@ -54,15 +54,14 @@ import numpy as np
 
 from augkit import backend, types
 from augkit.operators.base import SampleOperator
+from augkit.operators.color.brightness_contrast import to_number_type
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.layouts import COLOR_IMAGE
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
-    described,
     keeps_kind,
     register,
-    to_dtype,
     to_float,
     to_image_type,
 )
@@ -240,14 +239,6 @@ def twist(
     return _merge(results, cv2, xp).reshape(sample.shape)
 
 
-@described("an integer or floating-point type: types.UINT8, types.FLOAT, ...")
-def _number_type(value: Any) -> types.DALIDataType:
-    dtype = to_dtype(value)
-    if np.dtype(dtype.numpy).kind not in "iuf":
-        raise ValueError(f"the output must be numbers, not types.{dtype.name}")
-    return dtype
-
-
 class ColorTwist(SampleOperator):
     """DALI's ColorTwist kernel: a per-sample 3x3 matrix and offset on every RGB pixel."""
 
@@ -298,7 +289,7 @@ class ColorTwist(SampleOperator):
 
 def _dtype_arg(default: Any) -> Arg:
     what = "UINT8" if default is not None else "the input's"
-    return Arg("dtype", f"output data type (default: {what})", default, _number_type)
+    return Arg("dtype", f"output data type (default: {what})", default, to_number_type)
 
 
 _IMAGE_TYPE = Arg(

@@ -55,7 +55,7 @@ from augkit.operators.geometric.warp_affine import (
     matrix_numbers,
     round_size,
 )
-from augkit.operators.layouts import GEOMETRIC, image_layout
+from augkit.operators.layouts import GEOMETRIC, check_type, image_layout
 from augkit.operators.registry import (
     Arg,
     InputSpec,
@@ -181,11 +181,7 @@ class WarpPerspectiveImpl(MovesTargets):
             raise ValueError(f"warp_perspective needs a non-empty image, got {sample.shape}")
         if sample.ndim == 3 and sample.shape[2] > 4:
             raise ValueError("Images with more than 4 channels are not supported.")
-        if sample.dtype not in _TYPES:
-            names = ", ".join(t.name for t in _TYPES)
-            raise ValueError(
-                f"warp_perspective takes images of type {names}; got {sample.dtype.name}"
-            )
+        check_type("warp_perspective takes images", sample.dtype, _TYPES)
 
     def cpu(
         self,

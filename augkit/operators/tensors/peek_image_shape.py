@@ -25,6 +25,7 @@ from PIL import Image
 
 from augkit import types
 from augkit.operators.base import SampleOperator
+from augkit.operators.layouts import number_dtype
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
@@ -32,7 +33,6 @@ from augkit.operators.registry import (
     described,
     register,
     to_bool,
-    to_dtype,
 )
 
 _ANY_CHANNELS = {"1": 1, "L": 1, "I": 1, "F": 1, "LA": 2, "La": 2, "PA": 2, "RGBA": 4, "CMYK": 4}
@@ -50,12 +50,10 @@ def _image_type(value: Any) -> types.DALIImageType:
     )
 
 
-@described("a numeric data type: types.INT64, types.INT32, types.FLOAT, ...")
-def _numeric(value: Any) -> types.DALIDataType:
-    dtype = to_dtype(value)
-    if np.dtype(dtype.numpy).kind not in "iuf":
-        raise ValueError(f"the shape cannot be given as types.{dtype.name}")
-    return dtype
+_numeric = number_dtype(
+    "a numeric data type: types.INT64, types.INT32, types.FLOAT, ...",
+    "the shape cannot be given as types.{name}",
+)
 
 
 def _channels(image: Image.Image, image_type: types.DALIImageType) -> int:
