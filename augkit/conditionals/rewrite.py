@@ -31,8 +31,9 @@ Decisions and traps:
 - An ``if`` whose branches ``return`` (other than as the last statement of every branch),
   ``break``, ``continue``, ``yield`` or assign ``global``/``nonlocal`` names stays Python's:
   its test is wrapped so that a DataNode there is a clear error.
-- Every call in the definition goes through ``_ak.call``, which converts the function called
-  when it is the user's (``convertible``: not augkit's, the standard library's or an installed
+- Every call in the definition goes through ``call`` (this module's, one more closure cell of
+  the converted function, as ``_ak`` is), which converts the function called when it is the
+  user's (``convertible``: not augkit's, the standard library's or an installed
   package's, not marked ``do_not_convert``), as DALI converts helper functions; conversions are
   cached by code object. Nested functions, lambdas and classes written in the definition are
   converted when they are called, not where they are written.
@@ -55,7 +56,10 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-_RUNTIME = "_augkit_conditionals_"
+from augkit.conditionals import statements
+
+_RUNTIME = "_augkit_conditionals_"  # the closure cell of the converted code's `_ak`
+_CALL = "_augkit_call_"  # and of `call`, through which it calls every function
 _converted: weakref.WeakKeyDictionary[Any, types.CodeType | None] = weakref.WeakKeyDictionary()
 _BARRIERS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
@@ -121,10 +125,9 @@ def convert(func: Callable[..., Any]) -> Callable[..., Any]:
     new_code = _converted[code]
     if new_code is None:
         return func
-    from augkit.conditionals import statements
-
     cells = dict(zip(code.co_freevars, func.__closure__ or (), strict=True))
     cells[_RUNTIME] = types.CellType(statements)
+    cells[_CALL] = types.CellType(call)
     closure = tuple(cells[name] for name in new_code.co_freevars)
     converted = types.FunctionType(
         new_code, func.__globals__, func.__name__, func.__defaults__, closure
@@ -137,6 +140,15 @@ def convert(func: Callable[..., Any]) -> Callable[..., Any]:
     converted.__wrapped__ = func  # type: ignore[attr-defined]
     converted.__augkit_converted__ = True  # type: ignore[attr-defined]
     return converted
+
+
+def call(function: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)``, the function converted first when it is the user's
+    (``convertible``): a helper with an ``if`` on a DataNode works in it too. A converted
+    definition calls every function through this."""
+    if convertible(function):
+        function = convert(function)
+    return function(*args, **kwargs)
 
 
 def _convert_code(func: types.FunctionType) -> types.CodeType | None:
@@ -174,7 +186,7 @@ def _convert_code(func: types.FunctionType) -> types.CodeType | None:
         name="_augkit_factory_",
         args=ast.arguments(
             posonlyargs=[],
-            args=[ast.arg(arg=n) for n in (_RUNTIME, *func.__code__.co_freevars)],
+            args=[ast.arg(arg=n) for n in (_RUNTIME, _CALL, *func.__code__.co_freevars)],
             kwonlyargs=[],
             kw_defaults=[],
             defaults=[],
@@ -525,8 +537,11 @@ class _Converter:
             isinstance(node.func, ast.Name) and node.func.id in _FRAME_BUILTINS
         ):
             # Functions the definition calls are converted too (DALI's rule), when called.
-            new = self._call("call", [node.func, *node.args])
-            new.keywords = node.keywords
+            new = ast.Call(
+                func=ast.Name(id=_CALL, ctx=ast.Load()),
+                args=[node.func, *node.args],
+                keywords=node.keywords,
+            )
             return ast.copy_location(new, node)
         has_walrus = any(isinstance(n, ast.NamedExpr) for n in ast.walk(node))
         if isinstance(node, ast.BoolOp) and not has_walrus:

@@ -379,16 +379,6 @@ def if_exp(
     return value
 
 
-def call(function: Any, /, *args: Any, **kwargs: Any) -> Any:
-    """``function(*args, **kwargs)``, the function converted first when it is the user's
-    (``rewrite.convertible``): a helper with an ``if`` on a DataNode works in it too."""
-    from augkit.conditionals.rewrite import convert, convertible
-
-    if convertible(function):
-        function = convert(function)
-    return function(*args, **kwargs)
-
-
 def undefined(name: str) -> scopes.Undefined:
     """The value of a variable the definition has not assigned yet."""
     return scopes.Undefined(name)
