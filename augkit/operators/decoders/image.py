@@ -325,6 +325,19 @@ def decode_image(
     return rgb[..., ::-1] if output_type == types.BGR else rgb
 
 
+def check_encoded(operator: str, sample: Any, source: str, what: str) -> None:
+    """Raise ValueError unless ``sample`` is encoded bytes on the CPU (a 1-D uint8 array), in a
+    message naming ``operator``, where such bytes come from (``source``) and what they are
+    (``what``)."""
+    if backend.is_gpu_array(sample):
+        raise ValueError(f"{operator} expects encoded bytes on the CPU ({source}), got a GPU array")
+    if sample.ndim != 1 or sample.dtype != np.uint8:
+        raise ValueError(
+            f"{operator} expects encoded bytes ({what}), got shape {sample.shape} and dtype "
+            f"{sample.dtype}"
+        )
+
+
 class ImageDecoder(SampleOperator):
     """The decoder; with ``on_error="skip"`` a screening operator
     (``augkit.operators.screening``: ``screen`` decodes, a bad file is ``Rejected``).
@@ -348,16 +361,7 @@ class ImageDecoder(SampleOperator):
         return self.device == "cpu" and not self.screens()
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        if backend.is_gpu_array(sample):
-            raise ValueError(
-                "decoders.image expects encoded bytes on the CPU (the reader's output), got a "
-                "GPU array"
-            )
-        if sample.ndim != 1 or sample.dtype != np.uint8:
-            raise ValueError(
-                f"decoders.image expects encoded bytes (1-D uint8), got shape {sample.shape} "
-                f"and dtype {sample.dtype}"
-            )
+        check_encoded("decoders.image", sample, "the reader's output", "1-D uint8")
 
     def cpu(
         self,

@@ -71,9 +71,9 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageOps
 
-from augkit import backend, kinds, types
+from augkit import kinds, types
 from augkit.operators.base import SampleOperator
-from augkit.operators.decoders.image import DEFAULT_MAX_PIXELS, open_image
+from augkit.operators.decoders.image import DEFAULT_MAX_PIXELS, check_encoded, open_image
 from augkit.operators.registry import (
     Arg,
     InputSpec,
@@ -232,16 +232,7 @@ class MaskDecoder(SampleOperator):
     """The mask decoder: one ``decode_mask`` per sample."""
 
     def check_input(self, index: int, sample: Any, layout: str) -> None:
-        if backend.is_gpu_array(sample):
-            raise ValueError(
-                "decoders.mask expects encoded bytes on the CPU (a reader's output), got a GPU "
-                "array"
-            )
-        if sample.ndim != 1 or sample.dtype != np.uint8:
-            raise ValueError(
-                f"decoders.mask expects encoded bytes (1-D uint8, a reader's output), got shape "
-                f"{sample.shape} and dtype {sample.dtype}"
-            )
+        check_encoded("decoders.mask", sample, "a reader's output", "1-D uint8, a reader's output")
 
     def cpu(
         self,

@@ -148,14 +148,25 @@ class MedianBlur(kernels.FilterOperator):
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         kernels.check_number_image("experimental.median_blur", sample, TYPES)
 
+    @staticmethod
+    def _planes(
+        sample: Any, layout: str, window_size: tuple[int, ...]
+    ) -> tuple[int, int, Any, tuple[int, ...]] | None:
+        """What both kernels filter: the window's (width, height), the planes and the sample's
+        shape; None where the median is the sample itself (empty, or a 1x1 window)."""
+        width, height = _median_window(window_size)
+        planes, shape = planes_of("experimental.median_blur", sample, layout)
+        if sample.size == 0 or (width == 1 and height == 1):
+            return None
+        return width, height, planes, shape
+
     def cpu(
         self, sample: np.ndarray, *, layout: str, window_size: tuple[int, ...], **_: Any
     ) -> np.ndarray:
-        name = "experimental.median_blur"
-        width, height = _median_window(window_size)
-        planes, shape = planes_of(name, sample, layout)
-        if sample.size == 0 or (width == 1 and height == 1):
+        plan = self._planes(sample, layout, window_size)
+        if plan is None:
             return sample.copy()
+        width, height, planes, shape = plan
         out = np.empty_like(planes)
         channels = planes.shape[-1]
         square = width == height
@@ -174,11 +185,10 @@ class MedianBlur(kernels.FilterOperator):
     def gpu(self, sample: Any, *, layout: str, window_size: tuple[int, ...], **_: Any) -> Any:
         """The exact median on ``sample``'s array module: the window's shifted slices of the
         edge-replicated planes, stacked and sorted (see the module docstring)."""
-        name = "experimental.median_blur"
-        width, height = _median_window(window_size)
-        planes, shape = planes_of(name, sample, layout)
-        if sample.size == 0 or (width == 1 and height == 1):
+        plan = self._planes(sample, layout, window_size)
+        if plan is None:
             return sample.copy()
+        width, height, planes, shape = plan
         xp = backend.array_module(sample)
         _, h, w, _ = planes.shape
         rx, ry = width // 2, height // 2
