@@ -57,6 +57,20 @@ def _os_reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+def listed(names: Sequence[str], count: int | None = None, shown: int = 5) -> str:
+    """The first ``shown`` of ``names`` for a message, and how many more of ``count`` (default:
+    all of them) there are.
+
+    Example:
+        >>> listed(["a", "b", "c"], shown=2)
+        "'a', 'b' and 1 more"
+    """
+    count = len(names) if count is None else count
+    return ", ".join(repr(n) for n in names[:shown]) + (
+        f" and {count - shown} more" if count > shown else ""
+    )
+
+
 class Reader(SourceOperator):
     """A reader over a data set of indexed samples (see the module docstring)."""
 

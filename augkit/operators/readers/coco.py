@@ -96,7 +96,7 @@ import numpy as np
 
 from augkit import kinds
 from augkit.operators.base import finish
-from augkit.operators.readers.base import READER_ARGS, Reader
+from augkit.operators.readers.base import READER_ARGS, Reader, listed
 from augkit.operators.readers.coco_masks import (
     MaskSource,
     mask_of,
@@ -318,11 +318,9 @@ class CocoReader(Reader):
         self._paths = [os.path.abspath(os.path.join(root, im.file_name)) for im in images]
         missing = sorted({p for p in self._paths if not os.path.isfile(p)})
         if missing:
-            shown = ", ".join(repr(p) for p in missing[:5])
-            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
             raise self.error(
                 f"{len(missing)} image file(s) of {path!r} are not in file_root {root!r}: "
-                f"{shown}{more}"
+                f"{listed(missing)}"
             )
         return [im.file_name for im in images]
 

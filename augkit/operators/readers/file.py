@@ -43,7 +43,7 @@ import numpy as np
 
 from augkit import kinds
 from augkit.operators.base import finish
-from augkit.operators.readers.base import READER_ARGS, Reader
+from augkit.operators.readers.base import READER_ARGS, Reader, listed
 from augkit.operators.registry import (
     Arg,
     OperatorSchema,
@@ -328,11 +328,9 @@ class FileReader(Reader):
         rather than when their batch comes (one stat per file)."""
         missing = [path for path in paths if not os.path.isfile(path)]
         if missing:
-            shown = ", ".join(repr(p) for p in missing[:5])
-            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
             raise self.error(
                 f"{len(missing)} of the {len(paths)} files in {where} do not exist or are not "
-                f"files: {shown}{more}"
+                f"files: {listed(missing)}"
             )
 
 

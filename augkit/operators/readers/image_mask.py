@@ -51,7 +51,7 @@ import numpy as np
 
 from augkit import kinds
 from augkit.operators.base import finish
-from augkit.operators.readers.base import READER_ARGS, Reader
+from augkit.operators.readers.base import READER_ARGS, Reader, listed
 from augkit.operators.readers.file import IMAGE_FILE_FILTERS, _matcher, _path, _paths, _patterns
 from augkit.operators.registry import (
     REQUIRED,
@@ -116,9 +116,7 @@ def _stem(rel: str) -> str:
 
 
 def _listed(names: list[str], count: int | None = None) -> str:
-    count = len(names) if count is None else count
-    shown = ", ".join(repr(n) for n in names[:SHOWN])
-    return shown + (f" and {count - SHOWN} more" if count > SHOWN else "")
+    return listed(names, count, SHOWN)
 
 
 class ImageMaskReader(Reader):
