@@ -200,14 +200,22 @@ class SampleCall:
 
     def __call__(self, i: int, samples: Sequence[Any]) -> tuple[Any, ...]:
         """Sample ``i``'s outputs (finished) from its input ``samples``."""
-        args = self.args(i)
+        out = self._run(i, samples, self.args(i))
+        if isinstance(out, tuple):
+            return tuple(finish(o) for o in out)
+        return (finish(out),)
+
+    def write(self, i: int, samples: Sequence[Any], out: Any) -> None:
+        """Sample ``i`` computed into ``out``, a row of a batch allocated once (a batch
+        kernel's output): the kernel gets it as ``out=``; the arguments, checks and errors of
+        a call."""
+        self._run(i, samples, {**self.args(i), "out": out})
+
+    def _run(self, i: int, samples: Sequence[Any], args: dict[str, Any]) -> Any:
         try:
             self.check(samples)
-            out = self.kernel(*samples, **args)
+            return self.kernel(*samples, **args)
         except AugkitError:
             raise
         except Exception as exc:
             raise self.error(exc, i) from exc
-        if isinstance(out, tuple):
-            return tuple(finish(o) for o in out)
-        return (finish(out),)

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from augkit import backend
-from augkit.errors import AugkitError
+from augkit.calls import SampleCall
 from augkit.operators.base import RunContext, SampleOperator, dense_batch
 from augkit.operators.layouts import COLOR_IMAGE
 from augkit.operators.registry import (
@@ -111,22 +111,9 @@ class _Planes(SampleOperator):
             return None
         if x.ndim < 3 or len(x) == 0 or x[0].size == 0:
             return None
-        layout = inputs[0].layout()
         out = np.empty(x.shape, np.uint8)
-        per_batch = self.batch_args(inputs)
-
-        def one(i: int) -> None:
-            args = {**self.sample_args(arg_inputs, i), **per_batch}
-            sample = x[i]
-            try:
-                self.check_input(0, sample, layout)
-                self.cpu(sample, out=out[i], **args)
-            except AugkitError:
-                raise
-            except Exception as exc:
-                raise self.fail(f"{type(exc).__name__}: {exc}", i, inputs) from exc
-
-        ctx.map(one, len(x))
+        call = SampleCall.of(self, ctx, inputs, arg_inputs)
+        ctx.map(lambda i: call.write(i, [x[i]], out[i]), len(x))
         return [self.dense_output(out, inputs)]
 
 

@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 
 from augkit import backend, types
-from augkit.errors import AugkitError
+from augkit.calls import SampleCall
 from augkit.operators.base import RunContext, dense_batch
 from augkit.operators.color.cast import convert_sat
 from augkit.operators.filters import kernels
@@ -341,22 +341,9 @@ class Filter(kernels.FilterOperator):
         out_dtype = x.dtype if dtype is None else np.dtype(dtype.numpy)
         if out_dtype not in (x.dtype, np.dtype(np.float32)):
             return None  # the per-sample kernel names the error
-        layout = inputs[0].layout()
         out = np.empty(x.shape, out_dtype)
-
-        def one(i: int) -> None:
-            args = {**self.sample_args(arg_inputs, i), "layout": layout}
-            samples = [batch.samples[i] for batch in inputs]
-            try:
-                for k, (sample, batch) in enumerate(zip(samples, inputs, strict=True)):
-                    self.check_input(k, sample, batch.layout())
-                self.cpu(*samples, out=out[i], **args)
-            except AugkitError:
-                raise
-            except Exception as exc:
-                raise self.fail(f"{type(exc).__name__}: {exc}", i, inputs) from exc
-
-        ctx.map(one, len(x))
+        call = SampleCall.of(self, ctx, inputs, arg_inputs)
+        ctx.map(lambda i: call.write(i, [batch.samples[i] for batch in inputs], out[i]), len(x))
         return [self.dense_output(out, inputs)]
 
 
