@@ -174,6 +174,7 @@ def test_the_registry_says_which_operators_move_pixels_or_coordinates():
         "water",
         "sphere",
         "jitter",
+        "multi_paste",
     }
     for still in ("brightness", "hsv", "cast", "decoders.image", "normalize", "gaussian_blur"):
         assert not REGISTRY[still].moves_geometry, still

@@ -327,6 +327,9 @@ def _regions(args: dict[str, Any], name: str, rel: str, count: int) -> Any:
 
 
 class MultiPaste(SampleOperator):
+    moves_geometry = True
+    """It moves pixels: regions pasted to other places (``OperatorImpl.moves_geometry``)."""
+
     def chainable(self) -> bool:
         return False  # in_ids pick any sample of the batch
 
