@@ -40,7 +40,9 @@ def gpu_unavailable_reason() -> str | None:
     return None
 
 
-def check_device(name: str, device: str, public: bool, device_id: int | None) -> None:
+def check_device(
+    name: str, device: str, public: bool, device_id: int | None, copy: bool = False
+) -> None:
     """The device rule, the one function a normal pipeline's build (``core.check_device``),
     debug mode and eager (``graph.Operator.__call__``) apply: a public operator on device
     "gpu" or "mixed" needs a usable GPU (CuPy and a CUDA device) and a ``device_id`` that is
@@ -55,17 +57,20 @@ def check_device(name: str, device: str, public: bool, device_id: int | None) ->
             the operator that asked for the GPU is the one refused.
         device_id: the pipeline's (``None``: the pipeline wants no GPU); eager calls, which
             have no pipeline, give ``augkit.eager.EAGER_DEVICE_ID`` (0).
+        copy: ``name`` is the user's own ``.gpu()`` (checked like a public operator); the
+            message says to leave it out rather than to use ``device='cpu'``.
     """
     if device not in ("gpu", "mixed") or not public:
         return
     reason = gpu_unavailable_reason()
+    instead = "leave out the .gpu()" if copy else "use device='cpu' for it"
     if reason is not None:
-        todo = "Use device='cpu' for it, or run where a CUDA device and CuPy exist."
+        todo = f"{instead.capitalize()}, or run where a CUDA device and CuPy exist."
     elif device_id is None:
         reason = "the pipeline was created with device_id=None"
         todo = (
             "Create the pipeline with a device_id (device_id=0: the first CUDA device), or "
-            "use device='cpu' for it."
+            f"{instead}."
         )
     else:
         return

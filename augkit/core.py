@@ -324,6 +324,10 @@ def pipeline_shard(nodes: Sequence[OperatorNode]) -> int:
 def check_device(node: OperatorNode, device_id: int | None) -> None:
     """The device rule (``backend.check_device``) on a node of a graph being built, with the
     pipeline's ``device_id``: a GPU node where no GPU can be used is refused, saying why."""
+    if node.asked:  # the user's .gpu(): checked as the operator that asked for the GPU
+        name = f"{node.inputs[0].name}.gpu()"
+        backend.check_device(name, node.device, True, device_id, copy=True)
+        return
     backend.check_device(node.name, node.device, node.schema.public, device_id)
 
 

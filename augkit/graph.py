@@ -89,8 +89,10 @@ class DataNode:
         return node.name if len(node.outputs) == 1 else f"{node.name}[{self.index}]"
 
     def gpu(self) -> DataNode:
-        """This output copied to the GPU (itself when it is already there)."""
-        return self if self.device == "gpu" else _transfer("_to_gpu", self)
+        """This output copied to the GPU (itself when it is already there). The user's own
+        copy: the device rule applies to it (``backend.check_device``), as to an operator
+        given ``device="gpu"``."""
+        return self if self.device == "gpu" else _transfer("_to_gpu", self, asked=True)
 
     def cpu(self) -> DataNode:
         """This output copied to the host (itself when it is already there)."""
@@ -276,10 +278,17 @@ def _constant(**arguments: Any) -> DataNode:
 types.constant_node = _constant  # types (DALI's enums) is below the graph and imports nothing
 
 
-def _transfer(schema_name: str, node: DataNode) -> DataNode:
-    return OperatorNode(
-        REGISTRY[schema_name], "gpu" if schema_name == "_to_gpu" else "cpu", {}, {}, [node]
-    ).outputs[0]
+def _transfer(schema_name: str, node: DataNode, asked: bool = False) -> DataNode:
+    """A copy of ``node`` between host and GPU. ``asked``: the user's ``.gpu()``, which the
+    device rule checks (in debug mode and eager now, at build in a pipeline); the copy that
+    ``device="gpu"`` implies on CPU data is not asked for: its operator is checked instead."""
+    device = "gpu" if schema_name == "_to_gpu" else "cpu"
+    session = _session()
+    if asked and device == "gpu" and session is not None:
+        backend.check_device(f"{node.name}.gpu()", device, True, session.device_id, copy=True)
+    made = OperatorNode(REGISTRY[schema_name], device, {}, {}, [node])
+    made.asked = asked
+    return made.outputs[0]
 
 
 class OperatorNode:
@@ -327,6 +336,7 @@ class OperatorNode:
         # How many trailing inputs are the first inputs of the call's other input sets (an
         # operator that moves boxes with images finds their image there; geometric/targets.py).
         self.companions = companions
+        self.asked = False  # a copy to the GPU the user asked for (``DataNode.gpu()``)
         # The node whose ordinal gives this node's seed: itself, or the first node of the same
         # multiple-input-set call (those share one seed, as in DALI).
         self.seed_group = self.id if seed_group is None else seed_group
@@ -697,7 +707,7 @@ class Operator:
                     f"{why}. Move it with .cpu() first."
                 )
             if device == "gpu" and node.device == "cpu":
-                inputs[k] = node.gpu()
+                inputs[k] = _transfer("_to_gpu", node)  # implied: the operator is checked
         made = OperatorNode(
             schema,
             device,

@@ -104,9 +104,47 @@ def test_without_a_name_the_messages_differ_only_by_the_nodes_number(fake_gpu: A
 
 
 def test_gpu_data_with_device_id_none_is_refused_alike_in_both_modes(fake_gpu: Any) -> None:
-    """DALI's rule makes flip a GPU operator on GPU data (no device= given): the same refusal."""
-    message = _same_refusal(lambda: fn.flip(_images().gpu(), name="flip"), None)
-    assert message.startswith("flip (device='gpu') needs a GPU, but the pipeline was created")
+    """GPU data with device_id=None: the user's .gpu() that made it is refused first, alike in
+    both modes (it used to pass in both, and the GPU data failed later)."""
+    message = _same_refusal(lambda: fn.flip(_named_images().gpu(), name="flip"), None)
+    assert message == (
+        "images.gpu() (device='gpu') needs a GPU, but the pipeline was created with "
+        "device_id=None. Create the pipeline with a device_id (device_id=0: the first CUDA "
+        "device), or leave out the .gpu()."
+    )
+
+
+def _named_images() -> Any:
+    return fn.external_source(source=lambda: [IMAGE, IMAGE[::-1]], layout="HWC", name="images")
+
+
+def test_a_gpu_copy_as_an_output_is_refused_without_a_gpu(no_gpu: None) -> None:
+    """An output copied to the GPU, no operator on the GPU: refused when the pipeline is made
+    (normal: at build; debug: at the call), not at run time inside the copy."""
+    for device_id in (None, 0):
+        message = _same_refusal(lambda: _named_images().gpu(), device_id)
+        assert message == (
+            f"images.gpu() (device='gpu') needs a GPU, but {NO_GPU}. Leave out the .gpu(), or "
+            f"run where a CUDA device and CuPy exist."
+        )
+
+
+def test_a_gpu_copy_runs_with_a_device_id(fake_gpu: Any) -> None:
+    for debug in (False, True):
+        pipe = pipeline_def(
+            lambda: _named_images().gpu(),
+            batch_size=2,
+            num_threads=1,
+            device_id=0,
+            seed=1,
+            debug=debug,
+        )()
+        try:
+            (out,) = pipe.run()
+        finally:
+            pipe.close()
+        assert out.device == "gpu"
+        np.testing.assert_array_equal(out.at(1), IMAGE[::-1])
 
 
 def test_mixed_decoder_with_device_id_none_is_refused_alike(fake_gpu: Any) -> None:
