@@ -330,19 +330,20 @@ class SampleOperator(OperatorImpl):
             if outs is not None:
                 return outs
         call = SampleCall.of(self, ctx, inputs, arg_inputs)
-        return self.outputs_of(
-            ctx.map(lambda i: call(i, [x.samples[i] for x in inputs]), call.n), inputs
-        )
+        columns = [x.samples for x in inputs]
+        results = ctx.map(lambda i: call(i, [c[i] for c in columns]), call.n)
+        return self.outputs_of(results, inputs, finished=True)
 
     def outputs_of(
-        self, results: list[tuple[Any, ...]], inputs: list[TensorList]
+        self, results: list[tuple[Any, ...]], inputs: list[TensorList], finished: bool = False
     ) -> list[TensorList]:
         """The output batches of per-sample ``results`` (one tuple of outputs per sample),
-        with the outputs' layouts and the first input's ``source_info``."""
+        with the outputs' layouts and the first input's ``source_info``; ``finished``: the
+        results are already (``SampleCall`` finishes what it returns)."""
         source = inputs[0].sources if inputs else None
         return [
             TensorList(
-                [finish(r[k]) for r in results],
+                [r[k] for r in results] if finished else [finish(r[k]) for r in results],
                 self.output_layout(k, inputs),
                 source,
                 dtype=self.empty_dtype(k),
