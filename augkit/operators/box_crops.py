@@ -266,7 +266,9 @@ class RandomBBoxCropImpl(SampleOperator):
         # sample (no per-sample rng argument: call.sample_args, not call.args).
         call = SampleCall.of(self, ctx, inputs, arg_inputs, batch_args={})
         n = call.n
-        seeds = call.streams.seeds().tolist() if n else []
+        streams = call.streams
+        assert streams is not None  # random = True: SampleCall.of gives the call its streams
+        seeds = streams.seeds().tolist() if n else []
 
         def part(p: int) -> list[tuple]:
             # one generator for the part's samples, each searching from its own state
@@ -293,7 +295,8 @@ class RandomBBoxCropImpl(SampleOperator):
             return _search(samples)
 
         results = [r for rs in ctx.map(part, -(-n // _PART)) for r in rs]
-        return self.outputs_of(results, inputs)
+        # outputs_of only reads ``inputs`` (its ``list`` annotation is narrower than it needs)
+        return self.outputs_of(results, inputs)  # type: ignore[arg-type]
 
     def cpu(self, boxes: np.ndarray, labels: np.ndarray | None = None, **a: Any) -> tuple:
         """One sample's crop (the same search as ``run``'s)."""
@@ -367,7 +370,7 @@ class _Config:
             "prune": a["bbox_prune_threshold"],
             "all_boxes": a["all_boxes_above_threshold"],
         }
-        if absolute:
+        if shapes is not None:  # absolute
             f["span"] = np.maximum(shapes[0] - shapes[1], 0) + 1
         else:
             ar = np.asarray(a["aspect_ratio"], np.float32).reshape(-1, 2)
@@ -382,6 +385,24 @@ class _Config:
 class _Sample:
     """One sample's crop search: its boxes and arguments (checked), its draws (the sequential
     search's, in its order: a block's picks, then its windows) and where the search stands."""
+
+    # Set from ``_Config.fields`` (``__dict__.update``): the arguments' values for the search.
+    ndim: int
+    perm: np.ndarray | None
+    is_shape: bool
+    shapes: tuple[np.ndarray, np.ndarray] | None
+    indices: bool
+    k: int
+    nopt: int
+    no_crop: int
+    iou: bool
+    prune: float | None
+    all_boxes: bool
+    span: np.ndarray  # absolute windows (``shapes`` given)
+    ar: np.ndarray  # relative windows
+    fix: bool
+    s0: float
+    s1: float
 
     def __init__(
         self,
@@ -561,6 +582,7 @@ class _Pass:
         else:  # crop_shape/input_shape may be per-sample arguments
             lows, highs, anchors, exts = [], [], [], []
             for s in group:
+                assert s.shapes is not None  # a group's samples share s0's kind of window
                 in_shape, crop_shape = s.shapes
                 anchor = np.concatenate([p[0] for p in s.draws]).astype(np.float32)
                 c = (anchor / in_shape).astype(np.float32)
@@ -624,19 +646,20 @@ class _Pass:
         box = np.arange(npairs) - np.repeat(pstart - first_box[sel], n_sel)
         metric, inside = self._pairs(win, box)
         self.inside = inside
-        self.pair_start = np.full(nwin, -1)
-        self.pair_start[sel] = pstart
+        pair_start = np.full(nwin, -1)
+        pair_start[sel] = pstart
         if npairs:
             reduce = np.minimum if s0.all_boxes else np.maximum
             self.ms[sel] = reduce.reduceat(metric, pstart)
             self.kept[sel] = np.logical_or.reduceat(inside, pstart)
             self.valid[sel] = ok[sel] & (self.ms[sel] >= thr_w[sel])
-        self.pair_start = self.pair_start.tolist()
+        self.pair_start: list[int] = pair_start.tolist()
 
-    def _pairs(self, win: np.ndarray, box: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    def _pairs(self, win: np.ndarray, box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The metric and "kept" of (window, box) pairs (indices into the pass's arrays)."""
         s0 = self.group[0]
-        by_centre = s0.prune is None
+        prune = s0.prune
+        by_centre = prune is None
         inter = inside = None
         for d in range(s0.ndim):
             w_lo, w_hi = self.win_lo[d][win], self.win_hi[d][win]
@@ -659,7 +682,10 @@ class _Pass:
             np.divide(inter, denom, out=metric, where=inter > 0)
         else:
             metric = frac
-        return metric, (inside if by_centre else frac >= s0.prune)
+        if prune is None:  # by_centre
+            assert inside is not None  # set for each of the ndim >= 2 dimensions
+            return metric, inside
+        return metric, frac >= prune
 
     def full(self, pos: int) -> _Pass:
         """Sample ``pos``'s chunk of this pass measured against every box."""
@@ -672,10 +698,10 @@ class _Pass:
         idx = np.flatnonzero(self.valid & self.kept)
         starts = self.starts
         pos = np.searchsorted(idx, starts[:-1]).tolist()
-        idx = idx.tolist()
+        found = idx.tolist()
         out = []
         for i, p in enumerate(pos):
-            out.append(idx[p] - starts[i] if p < len(idx) and idx[p] < starts[i + 1] else -1)
+            out.append(found[p] - starts[i] if p < len(found) and found[p] < starts[i + 1] else -1)
         return out
 
     def window(self, pos: int, j: int) -> tuple:
