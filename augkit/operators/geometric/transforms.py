@@ -36,7 +36,7 @@ Decisions and traps, checked against DALI 2.4 by running it (``transform_*.cc``)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -102,6 +102,12 @@ def combine(first: np.ndarray, then: np.ndarray) -> np.ndarray:
     return (homogeneous(then) @ homogeneous(first))[:-1].astype(_F32)
 
 
+@overload
+def _vector(values: tuple[float, ...], ndim: int, name: str) -> np.ndarray: ...
+@overload
+def _vector(values: None, ndim: int, name: str) -> None: ...
+@overload
+def _vector(values: tuple[float, ...] | None, ndim: int, name: str) -> np.ndarray | None: ...
 def _vector(values: tuple[float, ...] | None, ndim: int, name: str) -> np.ndarray | None:
     """A per-dimension argument: ``ndim`` values, or one broadcast to ``ndim``."""
     if values is None:
@@ -151,7 +157,9 @@ class TransformImpl(SampleOperator):
     """One transform operator: ``make(ndim_of_input, **args)`` gives the operator's own
     matrix; the kernel chains it with the input matrix, if any."""
 
-    def make(self, in_ndim: int | None, **args: Any) -> np.ndarray:
+    def make(self, in_ndim: int | None, *args: Any, **kwargs: Any) -> np.ndarray:
+        """The operator's own matrix from its arguments, which each subclass takes by keyword
+        (``*args: Any, **kwargs: Any``: any signature overrides this one)."""
         raise NotImplementedError
 
     def output_layout(self, index: int, inputs: Any) -> str:
@@ -180,7 +188,15 @@ class TransformImpl(SampleOperator):
 
 
 class RotationImpl(TransformImpl):
-    def make(self, in_ndim, *, angle, axis, center, **_):
+    def make(
+        self,
+        in_ndim: int | None,
+        *,
+        angle: float,
+        axis: tuple[float, ...] | None,
+        center: tuple[float, ...] | None,
+        **_: Any,
+    ) -> np.ndarray:
         if axis is None:
             return _about_center(rotation_2d(angle), _vector(center, 2, "center"))
         return _about_center(
@@ -189,7 +205,15 @@ class RotationImpl(TransformImpl):
 
 
 class ScaleImpl(TransformImpl):
-    def make(self, in_ndim, *, scale, center, ndim, **_):
+    def make(
+        self,
+        in_ndim: int | None,
+        *,
+        scale: tuple[float, ...],
+        center: tuple[float, ...] | None,
+        ndim: int | None,
+        **_: Any,
+    ) -> np.ndarray:
         n = len(scale) if len(scale) > 1 else in_ndim or ndim or 1
         if n > _MAX_NDIM:
             raise ValueError(f"at most {_MAX_NDIM} dimensions are supported, got {n}")
@@ -208,7 +232,15 @@ def _shear_ndim(count: int, name: str) -> int:
 
 
 class ShearImpl(TransformImpl):
-    def make(self, in_ndim, *, shear, angles, center, **_):
+    def make(
+        self,
+        in_ndim: int | None,
+        *,
+        shear: tuple[float, ...] | None,
+        angles: tuple[float, ...] | None,
+        center: tuple[float, ...] | None,
+        **_: Any,
+    ) -> np.ndarray:
         if (shear is None) == (angles is None):
             raise ValueError(
                 "One and only one of the following arguments is expected: ``shear`` or ``angles``"
@@ -217,6 +249,7 @@ class ShearImpl(TransformImpl):
             factors = np.asarray(shear, _F32)
             n = _shear_ndim(len(factors), "shear")
         else:
+            assert angles is not None  # one of shear and angles (checked above)
             n = _shear_ndim(len(angles), "angles")
             factors = np.tan(np.asarray(angles, _F32) * _DEG)
         linear = np.eye(n, dtype=_F32)
@@ -227,7 +260,7 @@ class ShearImpl(TransformImpl):
 
 
 class TranslationImpl(TransformImpl):
-    def make(self, in_ndim, *, offset, **_):
+    def make(self, in_ndim: int | None, *, offset: tuple[float, ...], **_: Any) -> np.ndarray:
         n = len(offset)
         if n > _MAX_NDIM:
             raise ValueError(f"at most {_MAX_NDIM} dimensions are supported, got {n}")
@@ -238,7 +271,17 @@ class TranslationImpl(TransformImpl):
 
 
 class CropImpl(TransformImpl):
-    def make(self, in_ndim, *, from_start, from_end, to_start, to_end, absolute, **_):
+    def make(
+        self,
+        in_ndim: int | None,
+        *,
+        from_start: tuple[float, ...],
+        from_end: tuple[float, ...],
+        to_start: tuple[float, ...],
+        to_end: tuple[float, ...],
+        absolute: bool,
+        **_: Any,
+    ) -> np.ndarray:
         given = {
             "from_start": from_start,
             "from_end": from_end,
