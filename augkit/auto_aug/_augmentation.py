@@ -63,11 +63,12 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
-from augkit import fn, types
+from augkit import fn as _fn_module
+from augkit import types
 from augkit.errors import ArgumentError, suggest
 from augkit.graph import DataNode, _value
 
@@ -80,6 +81,10 @@ __all__ = [
     "forbid_unused_kwargs",
     "signed_bin",
 ]
+
+# augkit.fn's functions are made from the operator registry when it is imported (populate_fn):
+# mypy cannot see them, so this module reads them through an Any.
+fn: Any = _fn_module
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
@@ -165,7 +170,7 @@ def forbid_unused_kwargs(
         )
 
 
-def _int_like(value: Any) -> bool:
+def _int_like(value: Any) -> TypeGuard[int | np.integer]:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
@@ -198,11 +203,8 @@ class _SignedMagnitudeBin:
         augmentations applied to each sample, one sign drawn for all at once)."""
         if not _int_like(idx) or idx < 0:
             raise ArgumentError(f"signed_bin: the index must be a non-negative int, got {idx!r}")
-        magnitude_bin = (
-            self._magnitude_bin
-            if _int_like(self._magnitude_bin)
-            else _element(self._magnitude_bin, idx)
-        )
+        bin_ = self._magnitude_bin  # an int or a DataNode (signed_bin checks it)
+        magnitude_bin = _element(bin_, idx) if isinstance(bin_, DataNode) else bin_
         return _SignedMagnitudeBin(
             magnitude_bin,
             _element(self._random_sign, idx),
@@ -250,7 +252,7 @@ def signed_bin(
             f"signed_bin: `magnitude_bin` must be an int or a DataNode of per-sample ints from "
             f"[0, num_magnitude_bins - 1], got {magnitude_bin!r}"
         )
-    if _int_like(magnitude_bin):
+    if not isinstance(magnitude_bin, DataNode):  # int-like (checked above): a Python int
         magnitude_bin = int(magnitude_bin)
     if random_sign is not None and (seed is not None or shape is not None):
         raise ArgumentError(
@@ -273,7 +275,7 @@ def signed_bin(
     return _SignedMagnitudeBin(magnitude_bin, random_sign, signed_magnitude_idx)
 
 
-def _signed(magnitudes: Sequence[Any]) -> np.ndarray:
+def _signed(magnitudes: Sequence[Any] | np.ndarray) -> np.ndarray:
     """``m0, -m0, m1, -m1, ...``: row ``2 * bin + sign`` is the signed magnitude."""
     return np.array([(-1) ** sign * m for m in magnitudes for sign in (0, 1)])
 
@@ -402,7 +404,10 @@ class Augmentation:
 
     @property
     def name(self) -> str:
-        return self._name or getattr(self._op, "__name__", repr(self._op))
+        if self._name:
+            return self._name
+        label: str = getattr(self._op, "__name__", repr(self._op))
+        return label
 
     def _get_config(self) -> dict[str, Any]:
         return {
@@ -476,7 +481,7 @@ class Augmentation:
             )
         return np.array(param)
 
-    def param_table(self, magnitudes: Sequence[Any]) -> np.ndarray:
+    def param_table(self, magnitudes: Sequence[Any] | np.ndarray) -> np.ndarray:
         """``mag_to_param`` of each magnitude, stacked (one shape and dtype for all).
 
         Raises:

@@ -60,10 +60,14 @@ from typing import Any
 
 import numpy as np
 
-from augkit import fn
+from augkit import fn as _fn_module
 from augkit.auto_aug._augmentation import augmentation
 from augkit.errors import ArgumentError
 from augkit.graph import DataNode, _value
+
+# augkit.fn's functions are made from the operator registry when it is imported (populate_fn):
+# mypy cannot see them, so this module reads them through an Any.
+fn: Any = _fn_module
 
 __all__ = [
     "auto_contrast",

@@ -53,12 +53,13 @@ Differences from DALI:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from augkit import fn, types
+from augkit import fn as _fn_module
+from augkit import types
 from augkit.auto_aug import augmentations as a
 from augkit.auto_aug._policy_common import (
     check_kwargs,
@@ -74,6 +75,10 @@ from augkit.auto_aug.core import Augmentation, forbid_unused_kwargs
 from augkit.auto_aug.policy import Policy
 from augkit.errors import ArgumentError
 from augkit.graph import DataNode
+
+# augkit.fn's functions are made from the operator registry when it is imported (populate_fn):
+# mypy cannot see them, so this module reads them through an Any.
+fn: Any = _fn_module
 
 __all__ = [
     "apply_auto_augment",
@@ -309,7 +314,7 @@ def get_reduced_image_net_policy() -> Policy:
     return _policy("ReducedImageNetPolicy", _REDUCED_IMAGE_NET)
 
 
-_PREDEFINED = {
+_PREDEFINED: dict[str, Callable[..., Policy]] = {
     "image_net": get_image_net_policy,
     "reduced_image_net": get_reduced_image_net_policy,
     "svhn": get_svhn_policy,

@@ -47,6 +47,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from augkit.auto_aug._augmentation import (
     Augmentation,
     _int_like,
@@ -115,7 +117,7 @@ class _Branch:
 
 def choose(
     ops: Sequence[Callable[..., Any]],
-    index: DataNode | int,
+    index: DataNode | int | np.integer,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     *,

@@ -42,7 +42,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from augkit import fn, types
+from augkit import fn as _fn_module
+from augkit import types
 from augkit.auto_aug._policy_common import (
     check_augmentations,
     check_kwargs,
@@ -59,6 +60,10 @@ from augkit.auto_aug._policy_common import (
 from augkit.auto_aug.core import Augmentation
 from augkit.errors import ArgumentError
 from augkit.graph import DataNode
+
+# augkit.fn's functions are made from the operator registry when it is imported (populate_fn):
+# mypy cannot see them, so this module reads them through an Any.
+fn: Any = _fn_module
 
 __all__ = ["apply_trivial_augment", "get_trivial_augment_wide_suite", "trivial_augment_wide"]
 
