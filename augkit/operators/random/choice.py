@@ -57,7 +57,8 @@ def _choice_input(value: Any) -> Any:
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         if value < 1:
             raise ValueError(f"must be >= 1, got {value}")
-        if value > MAX_ELEMENTS:
+        # typeshed's numbers.Real declares only __lt__ and __le__ (as the ABC does)
+        if value > MAX_ELEMENTS:  # type: ignore[operator]
             raise ValueError(f"must be at most {MAX_ELEMENTS}, got {value}")
         return int(value)
     if isinstance(value, (list, tuple)):
@@ -87,14 +88,14 @@ def _choices(a: Any) -> np.ndarray:
 def _cumulative(p: Sequence[float] | None, k: int) -> np.ndarray | None:
     if p is None:
         return None
-    p = np.asarray(p, np.float64).reshape(-1)
-    if len(p) != k:
-        raise ValueError(f"p has {len(p)} probabilities for {k} values to choose from")
-    if (p < 0).any():
-        raise ValueError(f"probabilities must be >= 0, got {p.tolist()}")
-    if abs(p.sum() - 1.0) >= 1e-4:
-        raise ValueError(f"probabilities must sum to 1, got {p.sum():.6g}")
-    return np.cumsum(p) / p.sum()
+    probs = np.asarray(p, np.float64).reshape(-1)
+    if len(probs) != k:
+        raise ValueError(f"p has {len(probs)} probabilities for {k} values to choose from")
+    if (probs < 0).any():
+        raise ValueError(f"probabilities must be >= 0, got {probs.tolist()}")
+    if abs(probs.sum() - 1.0) >= 1e-4:
+        raise ValueError(f"probabilities must sum to 1, got {probs.sum():.6g}")
+    return np.cumsum(probs) / probs.sum()
 
 
 class Choice(Draws):

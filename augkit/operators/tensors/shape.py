@@ -149,13 +149,22 @@ def _perm(value: Any) -> tuple[int, ...]:
 
 # Pixel sizes (bytes) cv2.transpose handles, as NumPy dtypes of that size: it swaps rows and
 # columns of an image whose elements are opaque blocks.
-_CV_PIXELS = {1: "u1", 2: "u2", 4: "i4", 8: "f8", 3: ("u1", 3), 6: ("u2", 3), 12: ("i4", 3)}
+_CV_PIXELS: dict[int, str | tuple[str, int]] = {
+    1: "u1",
+    2: "u2",
+    4: "i4",
+    8: "f8",
+    3: ("u1", 3),
+    6: ("u2", 3),
+    12: ("i4", 3),
+}
 
 
 def _cv_transpose(cv2: Any, rows: np.ndarray, pixel: int) -> np.ndarray:
     """The (W, H, pixel) byte array of the transposed (H, W * pixel) byte array ``rows``."""
     h = rows.shape[0]
     spec = _CV_PIXELS[pixel]
+    image: np.ndarray
     if isinstance(spec, tuple):  # 3 channels of 1, 2 or 4 bytes
         base, channels = spec
         image = rows.view(base).reshape(h, -1, channels)
@@ -242,7 +251,7 @@ register(
 # --- reshape --------------------------------------------------------------------------------
 
 
-def _wildcard(out: list[float], volume: int, negative: Sequence[int]) -> list[int]:
+def _wildcard(out: Sequence[float], volume: int, negative: Sequence[int]) -> list[int]:
     """``out`` with its one negative extent (at ``negative``) set from ``volume``."""
     if len(negative) > 1:
         raise ValueError(f"only one extent may be negative (inferred), got shape {out}")
@@ -253,8 +262,9 @@ def _wildcard(out: list[float], volume: int, negative: Sequence[int]) -> list[in
                 f"cannot infer the negative extent of {out}: {volume} elements do not divide "
                 f"into extents of volume {known}"
             )
-        out = list(out)
-        out[negative[0]] = volume // known
+        filled = list(out)
+        filled[negative[0]] = volume // known
+        return [int(e) for e in filled]
     return [int(e) for e in out]
 
 
