@@ -124,7 +124,8 @@ def _numbers(kind: type) -> Any:
 
 def _shape(value: Any) -> tuple[int, ...]:
     values = list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value]
-    if not all(isinstance(v, (Integral, np.integer)) and v >= 0 for v in values):
+    # typeshed's numbers.Real declares only __lt__ and __le__ (as the ABC does)
+    if not all(isinstance(v, (Integral, np.integer)) and v >= 0 for v in values):  # type: ignore[operator]
         raise ValueError(f"shape must be extents >= 0, got {value!r}")
     return tuple(int(v) for v in values)
 
@@ -149,6 +150,7 @@ def constant_array(args: dict[str, Any]) -> np.ndarray:
     if fdata is None and idata is None:
         raise ValueError("either `fdata` or `idata` must be present")
     data = fdata if fdata is not None else idata
+    assert data is not None  # one of fdata and idata (checked above)
     dtype = args.get("dtype")
     if dtype is None:
         dtype = types.FLOAT if fdata is not None else types.INT32
@@ -169,6 +171,7 @@ def constant_array(args: dict[str, Any]) -> np.ndarray:
         )
     from augkit.operators.color.cast import convert_sat
 
+    values: np.ndarray
     if fdata is not None:
         values = np.array(data, np.float32)
     else:

@@ -85,7 +85,7 @@ def rotate_boxes(
     # cosf/sinf of the float32 angle, correctly rounded (NumPy's float32 cos/sin are SIMD
     # approximations that vary with the CPU).
     c, s = _F32(math.cos(theta)), _F32(math.sin(theta))
-    geometry = [_F32(in_wh[0]), _F32(in_wh[1]), _F32(out_wh[0]), _F32(out_wh[1])]
+    geometry = (_F32(in_wh[0]), _F32(in_wh[1]), _F32(out_wh[0]), _F32(out_wh[1]))
     return _rotate(boxes, c, s, *geometry, ltrb, mode, remove_threshold, normalized)
 
 
@@ -259,13 +259,17 @@ class BboxRotate(SampleOperator):
         rows = np.repeat(np.arange(n), counts)
         trig = np.asarray(angles, _F32)[rows]
         geometry = np.asarray(sizes, _F32)[rows]
-        columns = [trig[:, k : k + 1] for k in range(2)] + [
-            geometry[:, k : k + 1] for k in range(4)
-        ]
+        c, s = (trig[:, k : k + 1] for k in range(2))
+        w_in, h_in, w_out, h_out = (geometry[:, k : k + 1] for k in range(4))
         boxes = np.concatenate([np.asarray(b).reshape(-1, 4) for b in inputs[0].samples])
         out, kept = _rotate(
             boxes,
-            *columns,
+            c,
+            s,
+            w_in,
+            h_in,
+            w_out,
+            h_out,
             args["bbox_layout"] == "xyXY",
             args["mode"],
             args["remove_threshold"],
