@@ -66,7 +66,7 @@ import io
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 
@@ -145,7 +145,8 @@ def _grid_keywords(
             return function(batches, GridOptions(**keywords))
 
         keyword = inspect.Parameter.KEYWORD_ONLY
-        with_keywords.__signature__ = inspect.Signature(
+        # functools.wraps's _Wrapped does not declare __signature__, which inspect reads
+        with_keywords.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [
                 inspect.Parameter("batches", inspect.Parameter.VAR_POSITIONAL, annotation="Any"),
                 *(
@@ -298,7 +299,8 @@ def show_images(batches: Sequence[Any], options: GridOptions) -> Figure:
     figure = _figure(images, captions, columns, tile, figsize, pyplot=plt)
     if chosen.lower() not in _FILE_BACKENDS:
         plt.show()
-        figure._shown_in_cell = _current_cell()
+        # a GridFigure (_figure_class), a class made at run time that mypy cannot name
+        figure._shown_in_cell = _current_cell()  # type: ignore[attr-defined]
     return figure
 
 
@@ -319,7 +321,7 @@ class _Column(NamedTuple):
     """An image batch (a column of the grid) and the batches drawn over it, by kind name
     ("boxes", "mask", "keypoints", "polygons", "vertices", "labels") -> (where, batch)."""
 
-    index: int  # among the positional batches
+    position: int  # among the positional batches (not `index`: that is tuple.index)
     batch: _Batch
     targets: dict[str, tuple[str, _Batch]]
 
@@ -344,14 +346,14 @@ def _columns(loaded: list[_Batch]) -> list[_Column]:
             if name in column.targets:
                 raise ArgumentError(
                     f"batch {k} is a second {name} batch for the images of batch "
-                    f"{column.index} ({column.targets[name][0]} is already theirs): give one, "
+                    f"{column.position} ({column.targets[name][0]} is already theirs): give one, "
                     f"or give each image batch its own (show_images(a, boxes_a, b, boxes_b))"
                 )
             column.targets[name] = (f"batch {k}", batch)
             continue
-        reason = grid.not_drawn(batch.kind)
-        if reason is not None:
-            raise ArgumentError(f"{which} is of kind {batch.kind}, which is not drawn: {reason}")
+        not_drawn = grid.not_drawn(batch.kind)
+        if not_drawn is not None:
+            raise ArgumentError(f"{which} is of kind {batch.kind}, which is not drawn: {not_drawn}")
         columns.append(_Column(k, batch, {}))
     return columns
 
@@ -392,10 +394,12 @@ def _panels(
     _adopt_keywords(columns[0], options, count)
     labels = options.labels
     keyword_labels = _label_values(labels, count, "labels=") if labels is not None else None
-    images, defaults, ranges = [], [], []
+    images: list[np.ndarray] = []
+    defaults: list[str] = []
+    ranges: list[tuple[float, float] | None] = []
     for i in range(count):
         for column in columns:
-            batch, k = column.batch, column.index
+            batch, k = column.batch, column.position
             sample = batch.samples[i]
             sample_layout = grid.image_layout(sample.shape, batch.layout)
             if sample_layout is None:
@@ -567,7 +571,8 @@ def _as_batch(value: Any, layout: str | None) -> _Batch:
         value = value.get()
     if isinstance(value, TensorList):
         samples = [np.asarray(t) for t in value]
-        return _Batch(samples, layout or value.layout(), value.source_info(), value.kind)
+        sources = cast(list[str], value.source_info())  # no index: the list, one per sample
+        return _Batch(samples, layout or value.layout(), sources, value.kind)
     if isinstance(value, Tensor) and not value.layout().startswith("N"):
         return _Batch([np.asarray(value)], layout or value.layout(), [value.source_info()])
     if isinstance(value, (list, tuple)):
@@ -600,9 +605,8 @@ def _as_targets(value: Any, where: str) -> _Batch:
     if isinstance(value, DataNode):
         value = value.get()
     if isinstance(value, TensorList):
-        return _Batch(
-            [np.asarray(t) for t in value], value.layout(), value.source_info(), value.kind
-        )
+        sources = cast(list[str], value.source_info())  # no index: the list, one per sample
+        return _Batch([np.asarray(t) for t in value], value.layout(), sources, value.kind)
     if isinstance(value, (str, bytes)) or np.isscalar(value):
         raise ArgumentError(f"{where} must be one value per sample (a batch), got {value!r}")
     samples = [_to_host(s) for s in value]
@@ -611,7 +615,7 @@ def _as_targets(value: Any, where: str) -> _Batch:
 
 def _label_values(labels: Any, count: int, where: str = "labels=") -> list[np.ndarray]:
     if isinstance(labels, _Batch):
-        values: list[Any] = labels.samples
+        values: Sequence[Any] = labels.samples
     else:
         if isinstance(labels, DataNode):
             labels = labels.get()
@@ -693,7 +697,8 @@ def _chosen_backend() -> str | None:
     ``None`` when none was: then matplotlib would probe for a GUI, and augkit does not."""
     import matplotlib
 
-    return matplotlib.rcParams._get_backend_or_none()
+    # matplotlib's private RcParams method (not in its stubs): the backend, unresolved
+    return matplotlib.rcParams._get_backend_or_none()  # type: ignore[attr-defined]
 
 
 def _current_cell() -> int | None:
