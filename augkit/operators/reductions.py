@@ -225,11 +225,12 @@ class Reduction(SampleOperator):
         axes: tuple[int, ...],
         out: np.dtype,
         *more: Any,
-        xp: Any = np,
         **args: Any,
     ) -> Any:
         """The reduced values of ``x`` over ``axes`` (one per kept element, in order, any
-        shape of that volume), on ``xp``: NumPy (and OpenCV) or CuPy."""
+        shape of that volume), on ``xp`` (a keyword argument): NumPy (and OpenCV) or CuPy.
+        ``more``: the operator's other inputs (``*more: Any, **args: Any``: each reduction
+        names the inputs and arguments it takes, e.g. ``Variance``'s ``mean``)."""
         raise NotImplementedError
 
     def output_layout(self, index: int, inputs: Sequence[TensorList]) -> str:
@@ -482,6 +483,7 @@ class Min(Reduction):
     def reduce(self, x, axes, out, *more, xp=np, **args):
         floating = x.dtype.kind == "f"
         info = np.finfo(x.dtype) if floating else np.iinfo(x.dtype)
+        ufunc: np.ufunc
         if self.kind == "min":
             ufunc, start = (np.fmin if floating else np.minimum), info.max
         else:
@@ -532,6 +534,7 @@ class Variance(SameBatchSize, Reduction):
         squares = _cv_sum_squares(self.cv2, x, axes)
         if squares is not None:  # exact sums: sum((x - m)^2) = sum(x^2) - 2 m sum(x) + n m^2
             sums = _cv_sum(self.cv2, x, axes)
+            assert sums is not None  # _SQUARE_LUTS's types are among _CV_SUM_TYPES
             n = _count(x, axes)
             total = squares.reshape(-1) - 2.0 * mean * sums.reshape(-1) + n * mean * mean
         else:

@@ -146,7 +146,8 @@ class Reader(SourceOperator):
         cursor = self.cursor
         epoch, pos = cursor.start()
         screened = bool(self._screens)
-        picks, e, p = cursor.take(epoch, epoch, pos, batch_size, partial, pad=not screened)
+        # EpochCursor.take reads partial's truth (HOLES is true): its bool annotation is narrow
+        picks, e, p = cursor.take(epoch, epoch, pos, batch_size, partial, pad=not screened)  # type: ignore[arg-type]
         if not screened:
             outputs = self._read(ctx, picks)
             # Moved only once the files were read: a failed batch is read again by the next run().
@@ -286,7 +287,7 @@ class Reader(SourceOperator):
                     )
                 )
             else:
-                kept.append(_Kept(data[index], self._names[index], values))  # type: ignore[arg-type]
+                kept.append(_Kept(data[index], self._names[index], values))
         return kept, skipped
 
     def _fill(
@@ -298,7 +299,7 @@ class Reader(SourceOperator):
         e: int,
         p: int,
         batch_size: int,
-        partial: bool,
+        partial: bool | str,
         screens: list[tuple[int, str, Screen]],
     ) -> list[TensorList]:
         """Take samples from position ``p`` of epoch ``e`` on until ``kept`` holds
@@ -310,7 +311,8 @@ class Reader(SourceOperator):
         # leaves a hole, so every batch covers batch_size positions and an epoch has as many
         # batches whatever is skipped (the iterators' len(), DDP ranks stepping together).
         while partial != HOLES and len(kept) < batch_size and self._failed_in_row <= self._size:
-            picks, e, p = cursor.take(epoch, e, p, batch_size - len(kept), partial, pad=False)
+            # partial is a bool here (not HOLES), which mypy cannot narrow from bool | str by !=
+            picks, e, p = cursor.take(epoch, e, p, batch_size - len(kept), partial, pad=False)  # type: ignore[arg-type]
             if not picks:
                 break
             more, bad = self._read_screened(ctx, picks, screens)
@@ -331,13 +333,13 @@ class Reader(SourceOperator):
             )
         if self.args["pad_last_batch"] and len(kept) < batch_size and not partial:
             # pad_last_batch: copies of the last good sample (the epoch's last may be bad).
-            last = kept[-1] if kept else self._last_good
-            if last is None:
+            pad = kept[-1] if kept else self._last_good
+            if pad is None:
                 raise OperatorError(
                     "pad_last_batch has no sample to pad with: every sample so far was skipped",
                     operator=self.name,
                 )
-            kept += [last] * (batch_size - len(kept))
+            kept += [pad] * (batch_size - len(kept))
         cursor.commit(epoch, e, p)
         if kept:
             self._last_good = kept[-1]
