@@ -54,7 +54,7 @@ import textwrap
 import types
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from augkit.conditionals import statements
 
@@ -182,7 +182,8 @@ def _convert_code(func: types.FunctionType) -> types.CodeType | None:
     ast.increment_lineno(tree, func.__code__.co_firstlineno - shift)
     fdef.decorator_list = []
     _Converter(fdef, labels).convert()
-    factory = ast.FunctionDef(
+    # type_params: a field from Python 3.12 on, set for it; the 3.11 stubs mypy reads lack it
+    factory = ast.FunctionDef(  # type: ignore[call-arg]
         name="_augkit_factory_",
         args=ast.arguments(
             posonlyargs=[],
@@ -208,7 +209,7 @@ def _convert_code(func: types.FunctionType) -> types.CodeType | None:
     )
 
 
-def _is_not(node: ast.AST) -> bool:
+def _is_not(node: ast.AST) -> TypeGuard[ast.UnaryOp]:
     return isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
 
 
@@ -423,7 +424,7 @@ class _Converter:
             self._fields(value)
         return value
 
-    def _where(self, node: ast.AST) -> ast.Constant:
+    def _where(self, node: ast.stmt | ast.expr) -> ast.Constant:
         return ast.Constant(f"line {node.lineno} of {self.fdef.name}")
 
     def _call(self, name: str, args: list[ast.expr], **keywords: ast.expr) -> ast.Call:
@@ -512,7 +513,8 @@ class _Converter:
         result = ast.Return(
             value=ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Load()) for n in names], ctx=ast.Load())
         )
-        function = ast.FunctionDef(
+        # type_params: a field from Python 3.12 on, set for it; the 3.11 stubs mypy reads lack it
+        function = ast.FunctionDef(  # type: ignore[call-arg]
             name=name,
             args=ast.arguments(
                 posonlyargs=[],
@@ -549,7 +551,7 @@ class _Converter:
             new = self._call(name, [_thunk(v) for v in node.values], where=self._where(node))
             return ast.copy_location(new, node)
         if _is_not(node):
-            new = self._call("not_", [node.operand], where=self._where(node))  # type: ignore[attr-defined]
+            new = self._call("not_", [node.operand], where=self._where(node))
             return ast.copy_location(new, node)
         if isinstance(node, ast.IfExp) and not has_walrus:
             new = self._call(

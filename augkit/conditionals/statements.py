@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -223,7 +223,8 @@ def choose(
             )
         results.append(out)
     merged = []
-    for j, name in enumerate(names):
+    # given, or set by the first branch (every choice has one at least)
+    for j, name in enumerate(cast(Sequence[str], names)):
         values = [r[j] for r in results]
         if live is not None and not live[j] and not _same(values):
             merged.append(scopes.Undefined(name))
