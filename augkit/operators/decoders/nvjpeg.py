@@ -66,7 +66,9 @@ _EOI = b"\xff\xd9"
 @functools.cache
 def _image_ops() -> Any:
     import torch
-    import torchvision.io  # noqa: F401  (loads torchvision's image operators into torch.ops)
+
+    # loads torchvision's image operators into torch.ops (torchvision has no type information)
+    import torchvision.io  # type: ignore[import-untyped]  # noqa: F401
 
     ops = torch.ops.image
     ops.decode_jpeg  # noqa: B018  (raises when the operator was not loaded)
@@ -109,7 +111,8 @@ def plan(
     if data[-2:].tobytes() != _EOI:
         return None
     try:
-        info = jpeg.parse(memoryview(np.ascontiguousarray(data)))
+        # numpy's stubs declare ndarray.__buffer__ only for Python >= 3.12
+        info = jpeg.parse(memoryview(np.ascontiguousarray(data)))  # type: ignore[arg-type]
     except Exception:
         return None
     if info is None:
@@ -223,13 +226,14 @@ def decode_images(
     n = len(datas)
     values: list[Any] = [None] * n
     via = [CPU] * n
-    plans = (
+    plans: list[Plan | None] = (
         [None] * n
         if unavailable_reason()
         else [plan(d, output_type, adjust_orientation, max_pixels) for d in datas]
     )
     for mode in _MODES:
-        picked = [i for i in range(n) if plans[i] is not None and plans[i].mode == mode]
+        chosen = {i: pl for i, pl in enumerate(plans) if pl is not None and pl.mode == mode}
+        picked = list(chosen)
         if not picked:
             continue
         decoded = decode_jpegs([datas[i] for i in picked], device, mode)
@@ -237,7 +241,7 @@ def decode_images(
             if tensor is None:
                 continue
             values[i] = backend.from_dlpack(
-                to_hwc(tensor, plans[i]), "cpu" if device == "cpu" else "gpu"
+                to_hwc(tensor, chosen[i]), "cpu" if device == "cpu" else "gpu"
             )
             via[i] = GPU
     rest = [i for i in range(n) if via[i] == CPU]

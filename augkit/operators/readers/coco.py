@@ -262,7 +262,7 @@ def output_specs(args: dict[str, Any]) -> list[OutputSpec]:
     ]
     if _polygons_out(args):
         vertices = OutputSpec(
-            kind=kinds.Kind("vertices", relative=ratio),
+            kind=kinds.Kind(kinds.KindName.VERTICES, relative=ratio),
             ndim=2,
             layout="",
             what="float32 (x, y) vertices from readers.coco",
@@ -390,12 +390,12 @@ class CocoReader(Reader):
             crowd = entry.get("iscrowd", 0)
             if not (_is_int(crowd) or isinstance(crowd, bool)):
                 raise _Bad(f"{where}: 'iscrowd' must be 0 or 1, got {crowd!r}")
-            image = by_id.get(image_id)
-            if image is None:
+            owner = by_id.get(image_id)
+            if owner is None:
                 continue  # an image not read (as DALI: annotations of unknown images are left)
             if (crowd and not a["include_iscrowd"]) or w < threshold or h < threshold:
                 continue
-            self._add(image, entry, where, cat, (x, y, w, h))
+            self._add(owner, entry, where, cat, (x, y, w, h))
         if a["skip_empty"]:
             chosen = [im for im in chosen if im.labels]
         return chosen
@@ -573,6 +573,8 @@ def _mask_source(image: _Image) -> MaskSource:
         rle_group += [group[label]] * len(rles)
     n = len(polygons)
     rle_part = np.repeat(np.arange(n, n + len(rle_sums)), [s.size for s in rle_sums])
+    # pixelwise masks make an image's width and height required (_parse)
+    assert image.height is not None and image.width is not None
     return MaskSource(
         image.height,
         image.width,
@@ -596,7 +598,8 @@ def _read_bytes(path: str) -> np.ndarray:
     ``np.fromfile`` gives, in half its time (one fstat, one read; no stdio buffer)."""
     with open(path, "rb", buffering=0) as f:
         data = np.empty(os.fstat(f.fileno()).st_size, np.uint8)
-        view, done = memoryview(data), 0
+        # numpy's stubs declare ndarray.__buffer__ only for Python >= 3.12
+        view, done = memoryview(data), 0  # type: ignore[arg-type]
         while done < data.size:
             n = f.readinto(view[done:])
             if not n:  # the file shrank since its size was read

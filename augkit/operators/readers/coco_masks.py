@@ -435,8 +435,13 @@ class MaskSource(NamedTuple):
 
 def polygon_table(sources: Sequence[MaskSource]) -> EdgeTable:
     """The ``EdgeTable`` of the polygons of ``sources``, image i's rows the i-th."""
-    polygons = [p for source in sources for p in source.polygons]
-    counts = [len(source.polygons) for source in sources]
+    per_source: list[list[np.ndarray]] = []
+    for source in sources:
+        if source.polygons is None:  # (the TypeError iterating over None gave)
+            raise TypeError("polygon_table: a MaskSource whose polygons are in a table already")
+        per_source.append(source.polygons)
+    polygons = [p for ps in per_source for p in ps]
+    counts = [len(ps) for ps in per_source]
     xy = np.concatenate(polygons).astype(np.float64) if polygons else np.zeros((0, 2))
     return _edge_table(
         *_on_grid(xy.reshape(-1, 2)),
