@@ -287,7 +287,7 @@ class Erase(SampleOperator):
         ):
             return None
         channel = layout.find("C") if layout else -1
-        fills = cpp_cast(fill_values.reshape(-1).tolist(), first.dtype).reshape(
+        fills: np.ndarray = cpp_cast(fill_values.reshape(-1).tolist(), first.dtype).reshape(
             len(fill_values), -1
         )
         if fills.shape[1] > 1:
@@ -377,8 +377,8 @@ def _fill_regions(
 def _regions(
     extents: tuple[int, ...],
     axes: list[int],
-    anchor: tuple[float, ...],
-    shape: tuple[float, ...],
+    anchor: tuple[float, ...] | np.ndarray,
+    shape: tuple[float, ...] | np.ndarray,
     norm_anchor: bool,
     norm_shape: bool,
     centered: bool,

@@ -307,8 +307,9 @@ class Normalize(SampleOperator):
                 m = np.sum(x, axis=axes, dtype=np.float64, keepdims=True)
                 m32 = (m / count).astype(np.float32) if count else np.zeros(kept, np.float32)
         else:
-            m32 = np.broadcast_to(np.asarray(mean, np.float32), kept) if np.ndim(mean) else None
-            if m32 is None:
+            if np.ndim(mean):
+                m32 = np.broadcast_to(np.asarray(mean, np.float32), kept)
+            else:
                 m32 = np.full(kept, mean, np.float32)
         sq = None
         if need_sq:
@@ -411,6 +412,8 @@ class Normalize(SampleOperator):
             if p.size > 1 and (p.size != channels or p.shape[-1] != channels):
                 return None
         levels = np.arange(256, dtype=np.float32)
+        lut: np.ndarray
+        src: np.ndarray
         if per_channel:
             if channels > 4:
                 return None
@@ -536,7 +539,8 @@ class Normalize(SampleOperator):
                 m, sq = self._batch_float_sums(samples, axes, mean, stddev is None, count, xp)
             elif mean is None:
                 total = sum(np.sum(s, axis=axes, dtype=np.float64, keepdims=True) for s in samples)
-                m = (total / count).astype(np.float32) if count else np.zeros(kept.pop())
+                # (sum's start, 0, is left only without samples: count 0)
+                m = (total / count).astype(np.float32) if count else np.zeros(kept.pop())  # type: ignore[union-attr]
             else:
                 m = np.float32(mean)
             if stddev is not None:
