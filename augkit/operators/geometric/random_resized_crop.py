@@ -47,6 +47,7 @@ so each draws its own window unless ``seed=`` is given (reported to the lead).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -170,7 +171,7 @@ class RandomResizedCrop(MovesTargets):
     def check_input(self, index: int, sample: Any, layout: str) -> None:
         check_image("random_resized_crop", sample, layout, ("HWC", "CHW"), _INPUT_TYPES)
 
-    def batch_args(self, inputs: list[TensorList]) -> dict[str, Any]:
+    def batch_args(self, inputs: Sequence[TensorList]) -> dict[str, Any]:
         return {"layout": inputs[0].layout() or "HWC"}
 
     def cpu(self, image: np.ndarray, *, layout: str, rng: np.random.Generator, **args: Any):

@@ -154,7 +154,7 @@ def _per_axis(values: Sequence[Any] | None, count: int, name: str) -> Sequence[A
     return values
 
 
-def _f32(value: float) -> float:
+def _f32(value: float | np.floating) -> float:
     return float(np.float32(value))
 
 
@@ -395,6 +395,8 @@ class Slice(MovesTargets, SampleOperator):
     def geometry(
         self, shape: Any, layout: str, args: dict[str, Any], rng: Any, extra: Any = ()
     ) -> Geometry:
+        anchor: Sequence[int]
+        size: Sequence[int]
         anchor, size = sample_window(shape, extra, args["layout"], args)
         policy = args["out_of_bounds_policy"]
         inside = all(a >= 0 and a + s <= e for a, s, e in zip(anchor, size, shape, strict=True))
