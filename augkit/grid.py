@@ -37,7 +37,7 @@ import functools
 import io
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -287,9 +287,9 @@ def render(batch: Any, columns: int | None = None, tile: int = 256, pad: int = 4
     images, titles = [], []
     kind = kind_of(batch)
     for index, sample in enumerate(batch):
-        pixels, value_range = to_display(
-            np.asarray(sample), image_layout(sample.shape(), batch.layout()), kind
-        )
+        # not None: the batch looks_like_images, so each sample has an image's layout
+        layout = cast(str, image_layout(sample.shape(), batch.layout()))
+        pixels, value_range = to_display(np.asarray(sample), layout, kind)
         images.append(pixels)
         titles.append(caption(batch.source_info(index), value_range))
     return render_tiles(images, titles, columns, tile, pad)

@@ -70,7 +70,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from augkit.graph import DataNode, OperatorNode, first_inputs, roots
 from augkit.kinds import GENERIC, Kind
@@ -96,14 +96,14 @@ def overlay_nodes(pipe: Pipeline, name: str) -> dict[str, str]:
         return {}
     image = _lineage(shown, kinds)
     ancestors = _ancestors(shown)
-    found: dict[str, tuple[tuple[int, int], str]] = {}
+    found: dict[str, tuple[tuple[tuple[int, int], int], str]] = {}  # kind -> ((rank, order), name)
     every = [d for op in operators for d in op.outputs]
     for order, node in enumerate(every):
         kind = kinds.get(node, GENERIC).name
         if node is shown or kind not in _TARGETS or nodes.get(node.name) is not node:
             continue  # (a name that several nodes share cannot be asked for its batch)
         target = _lineage(node, kinds)
-        key = 2 if kind == "mask" or _relative(kinds[node]) else 1
+        key: Literal[1, 2] = 2 if kind == "mask" or _relative(kinds[node]) else 1
         same_root = target[0] == image[0] and target[key] == image[key]
         if not same_root and not _joined(image[key], target[key]):
             continue
@@ -123,13 +123,15 @@ def overlay_nodes(pipe: Pipeline, name: str) -> dict[str, str]:
         # (they come from other sources than the image: two external sources, two readers).
         roots = _roots(shown)
         for output in outputs:
-            node = nodes.get(output)
-            kind = kinds.get(node, GENERIC).name if node is not None else ""
+            output_node = nodes.get(output)
+            if output_node is None:
+                continue
+            kind = kinds.get(output_node, GENERIC).name
             if (
                 kind in _TARGETS
                 and kind not in chosen
-                and not (_roots(node) & roots)
-                and not _joint_elsewhere(_lineage(node, kinds)[1], image[1])
+                and not (_roots(output_node) & roots)
+                and not _joint_elsewhere(_lineage(output_node, kinds)[1], image[1])
             ):
                 chosen[kind] = output
     if ("polygons" in chosen) != ("vertices" in chosen):

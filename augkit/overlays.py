@@ -251,8 +251,10 @@ def draw(
             points = vertices[start:end] * (sx, sy)
             if len(points) < 2 or not np.isfinite(points).all():
                 continue
-            known = labels is not None and 0 <= mask_idx < len(labels)
-            colour = class_colour(labels[mask_idx] if known else mask_idx + 2)
+            if labels is not None and 0 <= mask_idx < len(labels):  # its object's label
+                colour = class_colour(labels[mask_idx])
+            else:
+                colour = class_colour(mask_idx + 2)
             flat = [tuple(p) for p in points.tolist()]
             if len(flat) >= 3:
                 pen.polygon(flat, fill=(*colour, 64))
@@ -312,7 +314,8 @@ def _tag(text: str, colour: tuple[int, int, int], size: int) -> Image.Image:
     font = _font(size)
     scratch = ImageDraw.Draw(Image.new("RGB", (1, 1)))
     left, top, right, bottom = scratch.textbbox((0, 0), text, font=font)
-    tag = Image.new("RGB", (right - left + 5, bottom - top + 5), colour)
+    # textbbox's stubs say float (its xy is); at xy (0, 0) with these fonts the box is ints
+    tag = Image.new("RGB", (right - left + 5, bottom - top + 5), colour)  # type: ignore[arg-type]
     ink = (255, 255, 255) if _dark(colour) else (0, 0, 0)
     ImageDraw.Draw(tag).text((2 - left, 2 - top), text, fill=ink, font=font)
     return tag
