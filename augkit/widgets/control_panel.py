@@ -47,7 +47,7 @@ class ControlPanel:
     # Set by the viewer and its other parts.
     pipe: Pipeline
     _has_batch: bool
-    _act: Callable[[Callable[[], None]], None]
+    _act: Callable[[Callable[[], object]], None]
     _ran: Callable[[Any], None]
     _refresh: Callable[[], None]
     _with_sweep: Callable[[str, str, widgets.Widget], widgets.Widget]

@@ -262,8 +262,8 @@ def _around(value: Real) -> tuple[Any, ...]:
     if isinstance(value, Integral):
         v = int(value)
         return (-v, 3 * v) if v > 0 else (3 * v, -v) if v < 0 else (0, 10)
-    v = float(value)
-    return (-v, 3 * v) if v > 0 else (3 * v, -v) if v < 0 else (0.0, 1.0)
+    f = float(value)
+    return (-f, 3 * f) if f > 0 else (3 * f, -f) if f < 0 else (0.0, 1.0)
 
 
 def _within(span: tuple[Any, ...], convert: Any) -> tuple[Any, ...]:
@@ -282,6 +282,7 @@ def _within(span: tuple[Any, ...], convert: Any) -> tuple[Any, ...]:
 def effective_keywords(controls: FunctionControls) -> dict[str, Any]:
     """What the function is called with now for each control's parameter (its default or the
     keyword the operator's partial gave), ``_EMPTY`` when it has neither."""
+    parameters: Mapping[str, inspect.Parameter]
     try:
         parameters = inspect.signature(controls.function).parameters
     except (TypeError, ValueError):

@@ -24,7 +24,7 @@ Decisions and traps:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import ipywidgets as widgets
 import numpy as np
@@ -58,7 +58,7 @@ class GridView:
     node_picker: widgets.Dropdown
     _outputs: list[str]
     _has_batch: bool
-    _act: Callable[[Callable[[], None]], None]
+    _act: Callable[[Callable[[], object]], None]
     _set_tiles: Callable[..., None]
     _render_compare: Callable[[str, TensorList, TensorList], bool]
     _pinned_note: Callable[[], str]
@@ -282,7 +282,8 @@ class GridView:
             d.name for n in self.pipe.operators() if n.schema.makes_batches for d in n.outputs
         ]
         for name in readers or self.pipe.nodes():
-            sources = self.pipe.value(name).source_info()
+            # no index: the list, one per sample
+            sources = cast(list[str], self.pipe.value(name).source_info())
             if any(sources):
                 return sources
         return []

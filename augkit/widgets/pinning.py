@@ -34,7 +34,7 @@ class PinAndPick:
     max_samples: int
     node_picker: widgets.Dropdown
     summary: widgets.HTML
-    _act: Callable[[Callable[[], None]], None]
+    _act: Callable[[Callable[[], object]], None]
     _ran: Callable[[Any], None]
     _refresh: Callable[[], None]
     _names: Callable[[], dict[int, str]]

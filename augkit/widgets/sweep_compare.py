@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import html
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 import numpy as np
@@ -49,16 +49,20 @@ class SweepAndCompare:
     values: widgets.HTML
     summary: widgets.HTML
     node_picker: widgets.Dropdown
-    sliders: dict[str, dict[str, Any]]
     _controls: dict[str, FunctionControls]
     _previous: dict[str, Callable[..., Any]]
     _picking: bool
-    _act: Callable[[Callable[[], None]], None]
+    _act: Callable[[Callable[[], object]], None]
     _set_function: Callable[[str], None]
     _encode: Callable[[Any], bytes]
     _set_tiles: Callable[..., None]
     _overlay_batches: Callable[[str, int], dict[str, Any]]
     _grid_options: Callable[..., viz.GridOptions]
+
+    if TYPE_CHECKING:  # ControlPanel's read-only property (not an attribute one may set)
+
+        @property
+        def sliders(self) -> dict[str, dict[str, Any]]: ...
 
     def _init_compare(self) -> None:
         self.sweep_buttons: dict[tuple[str, str], widgets.Button] = {}
@@ -235,6 +239,7 @@ class SweepAndCompare:
                     f"compare(): {operator!r} is not a Python operator of this viewer "
                     f"(have: {', '.join(known) or 'none'}){suggest(str(operator), known)}"
                 )
+            assert function is not None  # the first check: with no b, operator and function
             second = self._under(operator, function, a, count)
             labels = (f"A: {a}", f"B: {function_name(function)}")
         return self._draw_compare(first, second, list(labels), difference, (a, b or a))

@@ -295,7 +295,7 @@ class Viewer(GridView, ControlPanel, SweepAndCompare, PinAndPick, TileSelection)
         return "\n".join(lines)
 
     # --- actions ----------------------------------------------------------------------------------
-    def _act(self, action: Callable[[], None]) -> None:
+    def _act(self, action: Callable[[], object]) -> None:
         """Run ``action``; show any exception with its traceback instead of raising it."""
         try:
             action()

@@ -170,7 +170,7 @@ class Zoom:
         sample: np.ndarray,
         *,
         layout: str = "HWC",
-        kind: str = "image",
+        kind: str | kinds.Kind = "image",
         title: str = "",
         draws: Mapping[str, Any] | None = None,
     ) -> None:
