@@ -386,14 +386,19 @@ class CropMirrorNormalize(MovesTargets, ImageOperator):
         if norm is not None and norm[0].size not in (1, channels):
             return None
         columns = {key: per_sample_column(self, arg_inputs, key, n) for key in arg_inputs}
-        mirrors = columns.get("mirror")
-        mirrors = [bool(m) for m in mirrors] if mirrors is not None else [bool(a["mirror"])] * n
+        mirror_column = columns.get("mirror")
+        mirrors = (
+            [bool(m) for m in mirror_column]
+            if mirror_column is not None
+            else [bool(a["mirror"])] * n
+        )
         windows = []
         for i in range(n):
             args = dict(a)
             for key in ("crop_pos_x", "crop_pos_y"):
-                if key in columns:
-                    args[key] = float(columns[key][i])
+                column = columns.get(key)  # (an argument input's column is never None)
+                if column is not None:
+                    args[key] = float(column[i])
             anchor, size = self.window(
                 dense.shape[1:], layout, args, a["rounding"], a["out_of_bounds_policy"]
             )

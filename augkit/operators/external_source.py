@@ -223,7 +223,7 @@ def _check(given: dict[str, Any], complete: bool) -> None:
     Raises:
         ValueError: with a plain message.
     """
-    source = given.get("source")
+    source: Any = given.get("source")  # any object (None: fed); CALLABLE: a callable
     kind = _source_kind(source)
     batch = given.get("batch", True)
     parallel = given.get("parallel", False)

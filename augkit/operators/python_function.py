@@ -573,7 +573,8 @@ class InputWrittenError(ValueError):
 def _checksum(sample: Any) -> int | None:
     if not isinstance(sample, np.ndarray):
         return None  # GPU data: not checked
-    return zlib.crc32(np.ascontiguousarray(sample).reshape(-1).view(np.uint8))
+    # numpy's stubs declare ndarray.__buffer__ only for Python >= 3.12
+    return zlib.crc32(np.ascontiguousarray(sample).reshape(-1).view(np.uint8))  # type: ignore[arg-type]
 
 
 def _checksums(flavour: str, args: list[Any]) -> list[Any] | None:

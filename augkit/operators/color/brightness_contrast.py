@@ -134,7 +134,9 @@ def multiply_add(
         return brightness32 * contrast32, add
 
 
-def level_table(mul: np.float32, add: np.float32, out_dtype: np.dtype) -> np.ndarray:
+def level_table(
+    mul: np.float32 | np.ndarray, add: np.float32 | np.ndarray, out_dtype: np.dtype
+) -> np.ndarray:
     """``convert_sat(float32(v) * mul + add)`` for the 256 uint8 levels v.
 
     For uint8 outputs in float64, where ``floor(x + 0.5)`` is exact for every float32 x (the

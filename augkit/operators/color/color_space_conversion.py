@@ -222,7 +222,9 @@ class ColorSpaceConversion(SampleOperator):
             x = sample.astype(np.int32)
             luma = x[..., r] * _R15 + x[..., 1] * _G15 + x[..., b] * _B15 + (1 << 14)
             return xp.right_shift(luma, 15).astype(np.uint8)[..., None]
-        return affine(sample, self.matrices[255.0 if sample.dtype == np.uint8 else 1.0], xp)
+        matrix = self.matrices[255.0 if sample.dtype == np.uint8 else 1.0]
+        assert matrix is not None  # the copies and swaps (no matrix) are handled above
+        return affine(sample, matrix, xp)
 
     def _transform_uint8(self, flat: np.ndarray) -> np.ndarray:
         """``convert_sat(cv2.transform(float32(flat), m), uint8)``, fast: in this thread's

@@ -194,7 +194,8 @@ def open_image(
     data = np.ascontiguousarray(data)
     _check_png_size(data, max_pixels)
     try:
-        image = Image.open(io.BytesIO(memoryview(data)))
+        # numpy's stubs declare ndarray.__buffer__ only for Python >= 3.12
+        image = Image.open(io.BytesIO(memoryview(data)))  # type: ignore[arg-type]
     except UnidentifiedImageError:
         raise ValueError("cannot decode: not a recognised image format") from None
     except Image.DecompressionBombError as exc:

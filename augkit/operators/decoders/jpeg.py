@@ -260,7 +260,8 @@ def decode(
     """
     if fast_backend() is None:
         return None
-    view = memoryview(data)
+    # numpy's stubs declare ndarray.__buffer__ only for Python >= 3.12
+    view = memoryview(data)  # type: ignore[arg-type]
     try:
         info = parse(view)
     except Exception:  # a header this parser did not foresee: Pillow's turn

@@ -102,7 +102,8 @@ def resolve_anchor(anchor: tuple[int, ...], shape: tuple[int, int]) -> tuple[int
                 f"{NAME}: the anchor must lie within the filter: got anchor {tuple(anchor)} "
                 f"with a filter of shape {tuple(shape)}"
             )
-    return tuple(extent // 2 if a < 0 else a for a, extent in zip(anchor, shape, strict=True))
+    row, column = (extent // 2 if a < 0 else a for a, extent in zip(anchor, shape, strict=True))
+    return row, column
 
 
 # fn.filter's borders as morphology.border_take names them.

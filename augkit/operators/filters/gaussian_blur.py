@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from augkit import backend, types
+from augkit import backend
 from augkit.operators.filters import kernels
 from augkit.operators.registry import (
     Arg,
@@ -44,6 +44,7 @@ from augkit.operators.registry import (
     to_floats,
     to_ints,
 )
+from augkit.types import DALIDataType  # (in the class, ``types`` is its input types)
 
 NAME = "gaussian_blur"
 TYPES = kernels.NUMBER_TYPES  # every integer and float type
@@ -131,7 +132,7 @@ class GaussianBlur(kernels.FilterOperator):
         layout: str,
         sigma: tuple[float, ...],
         window_size: tuple[int, ...],
-        dtype: types.DALIDataType | None,
+        dtype: DALIDataType | None,
         **_: Any,
     ) -> Any:
         leading, axes, has_channels = kernels.data_axes(NAME, layout, sample.ndim)

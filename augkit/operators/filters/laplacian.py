@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from augkit import backend, types
+from augkit import backend
 from augkit.operators.filters import kernels
 from augkit.operators.registry import (
     Arg,
@@ -44,6 +44,7 @@ from augkit.operators.registry import (
     to_floats,
     to_ints,
 )
+from augkit.types import DALIDataType  # (in the class, ``types`` is its input types)
 
 NAME = "laplacian"
 MAX_WINDOW = 23
@@ -126,7 +127,7 @@ class Laplacian(kernels.FilterOperator):
         smoothing_size: tuple[int, ...] | None,
         scale: tuple[float, ...],
         normalized_kernel: bool,
-        dtype: types.DALIDataType | None,
+        dtype: DALIDataType | None,
         **_: Any,
     ) -> Any:
         leading, axes, has_channels = kernels.data_axes(NAME, layout, sample.ndim)

@@ -272,7 +272,7 @@ class Morphology(kernels.FilterOperator):
         for p, plane in enumerate(planes):
             for group in groups:
                 img = np.ascontiguousarray(plane[..., group])
-                for _ in range(iterations):
+                for _step in range(iterations):  # (not _: the kernels take **_)
                     if border_mode == "constant":
                         img = self.apply(
                             img,
@@ -323,7 +323,7 @@ class Morphology(kernels.FilterOperator):
         reduce = xp.maximum if self.operation == "dilate" else xp.minimum
         _, h, w, _ = planes.shape
         img = planes
-        for _ in range(iterations):
+        for _step in range(iterations):  # (not _: the kernels take **_)
             for axis, size, taps, before in ((2, w, mw, ax), (1, h, mh, ay)):
                 if taps == 1:
                     continue

@@ -71,7 +71,6 @@ def dali_fill(value: float, dtype: np.dtype) -> float:
         return float(_F32(value))
 
 
-@described("types.INTERP_NN or types.INTERP_LINEAR")
 class DisplacementImpl(SampleOperator):
     """A displacement filter: ``points(image shape, rng?, **args)`` gives the float32 source
     points (x, y), which the sampler reads."""

@@ -714,7 +714,8 @@ def plan_geometry(plan: ResizePlan, in_size: tuple[int, int]) -> Geometry:
 def _out_dtype(image: Any, args: dict[str, Any]) -> np.dtype:
     dtype = args.get("dtype")
     out_dtype = image.dtype if dtype is None else dtype.numpy
-    if out_dtype not in (image.dtype, np.dtype(np.float32)):
+    # (with no dtype the output's is the input's: only a given dtype can be refused)
+    if dtype is not None and out_dtype not in (image.dtype, np.dtype(np.float32)):
         raise ValueError(
             f"dtype must be the input type ({image.dtype.name}) or types.FLOAT, got {dtype.name}"
         )
@@ -742,6 +743,7 @@ def resize_hwc(image: np.ndarray, args: dict[str, Any]) -> np.ndarray:
     }
     if len(filters) == 1 and None not in filters:
         resample = filters.pop()
+        assert resample is not None  # (None is not in filters)
         if (
             resample == Image.Resampling.BILINEAR
             and _whole_image(plan, image.shape)

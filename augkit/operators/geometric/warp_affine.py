@@ -127,7 +127,7 @@ def to_size(value: Any) -> tuple[float, float]:
     out = to_floats(2)(value)
     if min(out) <= 0:
         raise ValueError(f"the output size must be positive, got {out}")
-    return out
+    return out[0], out[1]  # (to_floats(2) gives 2 values)
 
 
 # The arguments warp_affine and warp_perspective share.

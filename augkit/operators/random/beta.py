@@ -95,7 +95,7 @@ class Beta(Draws):
         logs, ok = _log_gamma_draws(streams, np.stack([alpha, beta], axis=1), count)
         with np.errstate(over="ignore"):
             out = 1.0 / (1.0 + np.exp(logs[:, 1] - logs[:, 0]))
-        for i in np.flatnonzero(~ok.all(axis=(1, 2))):  # about 1 value in 10**4
+        for i in np.flatnonzero(~ok.all(axis=(1, 2))).tolist():  # about 1 value in 10**4
             out[i] = streams.generator(i).beta(alpha[i], beta[i], count)
         return out.astype(dtype).reshape((n, *shape))
 
