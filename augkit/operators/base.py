@@ -335,7 +335,7 @@ class SampleOperator(OperatorImpl):
         return self.outputs_of(results, inputs, finished=True)
 
     def outputs_of(
-        self, results: list[tuple[Any, ...]], inputs: list[TensorList], finished: bool = False
+        self, results: list[tuple[Any, ...]], inputs: Sequence[TensorList], finished: bool = False
     ) -> list[TensorList]:
         """The output batches of per-sample ``results`` (one tuple of outputs per sample),
         with the outputs' layouts and the first input's ``source_info``; ``finished``: the

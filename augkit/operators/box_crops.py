@@ -296,7 +296,7 @@ class RandomBBoxCropImpl(SampleOperator):
 
         results = [r for rs in ctx.map(part, -(-n // _PART)) for r in rs]
         # outputs_of only reads ``inputs`` (its ``list`` annotation is narrower than it needs)
-        return self.outputs_of(results, inputs)  # type: ignore[arg-type]
+        return self.outputs_of(results, inputs)
 
     def cpu(self, boxes: np.ndarray, labels: np.ndarray | None = None, **a: Any) -> tuple:
         """One sample's crop (the same search as ``run``'s)."""

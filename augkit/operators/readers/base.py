@@ -147,7 +147,7 @@ class Reader(SourceOperator):
         epoch, pos = cursor.start()
         screened = bool(self._screens)
         # EpochCursor.take reads partial's truth (HOLES is true): its bool annotation is narrow
-        picks, e, p = cursor.take(epoch, epoch, pos, batch_size, partial, pad=not screened)  # type: ignore[arg-type]
+        picks, e, p = cursor.take(epoch, epoch, pos, batch_size, partial, pad=not screened)
         if not screened:
             outputs = self._read(ctx, picks)
             # Moved only once the files were read: a failed batch is read again by the next run().
@@ -312,7 +312,7 @@ class Reader(SourceOperator):
         # batches whatever is skipped (the iterators' len(), DDP ranks stepping together).
         while partial != HOLES and len(kept) < batch_size and self._failed_in_row <= self._size:
             # partial is a bool here (not HOLES), which mypy cannot narrow from bool | str by !=
-            picks, e, p = cursor.take(epoch, e, p, batch_size - len(kept), partial, pad=False)  # type: ignore[arg-type]
+            picks, e, p = cursor.take(epoch, e, p, batch_size - len(kept), partial, pad=False)
             if not picks:
                 break
             more, bad = self._read_screened(ctx, picks, screens)

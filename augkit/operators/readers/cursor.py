@@ -183,7 +183,7 @@ class EpochCursor:
         return epoch, e, p
 
     def take(
-        self, epoch: int, e: int, p: int, n: int, partial: bool, pad: bool
+        self, epoch: int, e: int, p: int, n: int, partial: bool | str, pad: bool
     ) -> tuple[list[int], int, int]:
         """Up to ``n`` data set indices from position ``p`` of epoch ``e`` on, for a batch that
         began in ``epoch``; and the position after them. At the end of ``epoch``: stop with
