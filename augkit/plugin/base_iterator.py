@@ -130,6 +130,7 @@ def walk_epoch(
             # The shard is done before the others (fewer samples, or skipped files): its batch
             # is the last one again, as a batch of the next epoch would begin that epoch and
             # reset() would then skip the rest of it.
+            assert last is not None  # else the branch above ran
             yield last, len(last[0])
             continue
         elif position.left == 0 or (
@@ -249,7 +250,9 @@ class _DaliBaseIterator:
 
     # --- the reader's numbers -------------------------------------------------------------------
     def _read_reader_meta(self) -> None:
-        metas = [reader_meta(p, self._reader_name) for p in self._pipes]
+        name = self._reader_name
+        assert name is not None  # __init__ calls this only when it was given one
+        metas = [reader_meta(p, name) for p in self._pipes]
 
         def same(key: str, what: str) -> Any:
             values = {m[key] for m in metas}

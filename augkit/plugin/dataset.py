@@ -204,11 +204,15 @@ class PipelineDataset(torch.utils.data.IterableDataset):
                 for outputs in epoch:
                     yield self._convert(outputs)
             finally:
-                epoch.close()  # resets the sources: the next iter() is the next epoch
+                # resets the sources: the next iter() is the next epoch. (Pipeline.epoch returns
+                # a generator, annotated as the Iterator it is used as.)
+                epoch.close()  # type: ignore[attr-defined]
             return
         token = self._current = object()
         try:
-            if pipe.position(self.reader_name).delivered:
+            position = pipe.position(self.reader_name)
+            assert position is not None  # the pipeline has a reader (_sharding)
+            if position.delivered:
                 pipe.reset()  # run() was called, or an epoch was left: start a whole one
             policy = LastBatchPolicy[self.last_batch_policy.upper()]
             for outputs, kept in walk_epoch(pipe, self.reader_name, policy, len(self)):

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.utils.dlpack
+from numpy.typing import DTypeLike
 
 from augkit import backend
 from augkit.tensors import Tensor, TensorList
@@ -41,6 +42,7 @@ def to_torch(batch: TensorList | Tensor, device: str | None = None) -> Any:
     if isinstance(batch, TensorList) and len(batch) == 0 and batch.dense is None:
         # A batch whose every sample was skipped (an epoch walked with holes): no shape to
         # stack, so a tensor of no samples.
+        dtype: DTypeLike
         try:
             dtype = batch.dtype.numpy
         except TypeError:  # an operator's output that never had a sample to type it

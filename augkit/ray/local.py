@@ -186,7 +186,9 @@ def init_local(
         saved_cluster_flag=getattr(constants, "ENABLE_RAY_CLUSTER", None),
     )
     if constants is not None and hasattr(constants, "ENABLE_RAY_CLUSTER"):
-        constants.ENABLE_RAY_CLUSTER = False  # ray was imported before the variable was set
+        # ray was imported before the variable was set. (`constants` is a ModuleType from
+        # sys.modules: mypy knows none of its attributes.)
+        constants.ENABLE_RAY_CLUSTER = False  # type: ignore[attr-defined]
 
     runtime_env = dict(ray_init_kwargs.pop("runtime_env", None) or {})
     real_home = os.environ.get("HOME")
@@ -248,7 +250,8 @@ def shutdown_local(timeout: float = 10.0) -> None:
         _restore_environment(state.saved_environment)
         constants = sys.modules.get("ray._private.ray_constants")
         if state.saved_cluster_flag is not None and constants is not None:
-            constants.ENABLE_RAY_CLUSTER = state.saved_cluster_flag
+            # a ModuleType from sys.modules: mypy knows none of its attributes
+            constants.ENABLE_RAY_CLUSTER = state.saved_cluster_flag  # type: ignore[attr-defined]
         if not state.keep_temp_dir:
             shutil.rmtree(state.temp_dir, ignore_errors=True)
 
