@@ -130,19 +130,7 @@ def test_a_gpu_copy_as_an_output_is_refused_without_a_gpu(no_gpu: None) -> None:
 
 
 def test_a_gpu_copy_runs_with_a_device_id(fake_gpu: Any) -> None:
-    for debug in (False, True):
-        pipe = pipeline_def(
-            lambda: _named_images().gpu(),
-            batch_size=2,
-            num_threads=1,
-            device_id=0,
-            seed=1,
-            debug=debug,
-        )()
-        try:
-            (out,) = pipe.run()
-        finally:
-            pipe.close()
+    for out in _outputs_in_both_modes(lambda: _named_images().gpu()).values():
         assert out.device == "gpu"
         np.testing.assert_array_equal(out.at(1), IMAGE[::-1])
 
@@ -156,21 +144,21 @@ def test_mixed_decoder_with_device_id_none_is_refused_alike(fake_gpu: Any) -> No
     assert message.startswith("decoder (device='mixed') needs a GPU, but the pipeline was")
 
 
-def test_with_a_device_id_both_modes_run_the_gpu_operator(fake_gpu: Any) -> None:
+def _outputs_in_both_modes(define: Callable[[], Any]) -> dict[bool, Any]:
+    """The one output of ``define`` as a pipeline with device_id=0, by debug mode (False,
+    True)."""
     outs = {}
     for debug in (False, True):
-        pipe = pipeline_def(
-            lambda: fn.flip(_images(), device="gpu"),
-            batch_size=2,
-            num_threads=1,
-            device_id=0,
-            seed=1,
-            debug=debug,
-        )()
+        pipe = pipeline_def(define, batch_size=2, num_threads=1, device_id=0, seed=1, debug=debug)()
         try:
             (outs[debug],) = pipe.run()
         finally:
             pipe.close()
+    return outs
+
+
+def test_with_a_device_id_both_modes_run_the_gpu_operator(fake_gpu: Any) -> None:
+    outs = _outputs_in_both_modes(lambda: fn.flip(_images(), device="gpu"))
     for out in outs.values():
         assert out.device == "gpu"
         np.testing.assert_array_equal(out.at(0), IMAGE[:, ::-1])
@@ -258,19 +246,7 @@ def test_cpu_only_refusal_says_why(fake_gpu: Any) -> None:
 
 def test_gpu_data_runs_on_the_gpu_in_both_modes(fake_gpu: Any) -> None:
     """No device= on GPU data: the operator runs on the GPU, in both modes."""
-    for debug in (False, True):
-        pipe = pipeline_def(
-            lambda: fn.flip(_images().gpu()),
-            batch_size=2,
-            num_threads=1,
-            device_id=0,
-            seed=1,
-            debug=debug,
-        )()
-        try:
-            (out,) = pipe.run()
-        finally:
-            pipe.close()
+    for debug, out in _outputs_in_both_modes(lambda: fn.flip(_images().gpu())).items():
         assert out.device == "gpu", debug
 
 
