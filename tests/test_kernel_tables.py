@@ -183,3 +183,34 @@ def test_the_registry_says_which_operators_move_pixels_or_coordinates():
     assert resize.keeps_relative_coordinates({"resize_x", "resize_y"})
     assert not resize.keeps_relative_coordinates({"resize_x", "roi_start", "roi_end"})
     assert not REGISTRY["rotate"].keeps_relative_coordinates({"angle"})
+
+
+def test_boxes_move_with_masks_alone_through_paste():
+    """A rule checks only the node's extra inputs, never the image it takes its geometry from:
+    fn.paste([masks, boxes]) without images moves the boxes by the masks' canvas (the boxes
+    node used to check the 1-channel mask as paste's 3-channel image and fail)."""
+    mask = np.zeros((8, 10, 1), np.uint8)
+    mask[2:4, 3:6] = 3
+    box = np.array([[0.1, 0.1, 0.5, 0.5]], np.float32)
+
+    def define() -> Any:
+        masks = fn.python_function(
+            fn.external_source(source=lambda: [mask] * 2, batch=True, layout="HWC"),
+            function=lambda x: x,
+            kind="mask",
+        )
+        boxes = fn.python_function(
+            fn.external_source(source=lambda: [box] * 2, batch=True),
+            function=lambda x: x,
+            kind=_KINDS["boxes"],
+        )
+        return tuple(fn.paste([masks, boxes], ratio=2.0, fill_value=0))
+
+    pipe = pipeline_def(define, batch_size=2, num_threads=1, device_id=None, seed=1)()
+    try:
+        pasted_masks, pasted_boxes = pipe.run()
+    finally:
+        pipe.close()
+    # A 10×8 mask on a 20×16 canvas, centred: shifted by (5, 4) pixels.
+    np.testing.assert_array_equal(pasted_masks.at(0)[6:8, 8:11], mask[2:4, 3:6])
+    np.testing.assert_allclose(pasted_boxes.at(0), [[0.3, 0.3, 0.5, 0.5]], atol=1e-6)
