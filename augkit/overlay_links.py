@@ -74,14 +74,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from augkit.graph import DataNode, OperatorNode, first_inputs, roots
 from augkit.kinds import GENERIC, Kind
+from augkit.operators.registry import TARGET_KINDS
 from augkit.static_checks import check_kinds
 
 if TYPE_CHECKING:
     from augkit.pipeline import Pipeline
 
 __all__ = ["overlay_nodes"]
-
-_TARGETS = ("boxes", "mask", "keypoints", "polygons", "vertices", "labels")
 
 
 def overlay_nodes(pipe: Pipeline, name: str) -> dict[str, str]:
@@ -100,7 +99,7 @@ def overlay_nodes(pipe: Pipeline, name: str) -> dict[str, str]:
     every = [d for op in operators for d in op.outputs]
     for order, node in enumerate(every):
         kind = kinds.get(node, GENERIC).name
-        if node is shown or kind not in _TARGETS or nodes.get(node.name) is not node:
+        if node is shown or kind not in TARGET_KINDS or nodes.get(node.name) is not node:
             continue  # (a name that several nodes share cannot be asked for its batch)
         target = _lineage(node, kinds)
         key: Literal[1, 2] = 2 if kind == "mask" or _relative(kinds[node]) else 1
@@ -128,7 +127,7 @@ def overlay_nodes(pipe: Pipeline, name: str) -> dict[str, str]:
                 continue
             kind = kinds.get(output_node, GENERIC).name
             if (
-                kind in _TARGETS
+                kind in TARGET_KINDS
                 and kind not in chosen
                 and not (_roots(output_node) & roots)
                 and not _joint_elsewhere(_lineage(output_node, kinds)[1], image[1])
@@ -163,7 +162,7 @@ def _moves(op: OperatorNode, kinds: Mapping[DataNode, Kind]) -> bool:
     """Whether ``op`` moves pixels or coordinates (see the module docstring)."""
     schema = op.schema
     if schema.role == "python":
-        with_targets = any(kinds.get(d, GENERIC).name in _TARGETS for d in op.inputs)
+        with_targets = any(kinds.get(d, GENERIC).name in TARGET_KINDS for d in op.inputs)
         return with_targets or len(op.outputs) > 1
     return schema.moves_geometry
 
