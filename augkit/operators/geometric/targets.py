@@ -419,12 +419,12 @@ def _geometric_call(
     n = len(data)
     batch_args = impl.target_batch_args(base, given.kind) if n else {}
     ref_layout = reference.layout() if reference is not None else "HW"
-    first_more = 1 + len(extra) + (reference is not None)
+    more_at = len(extra) + (reference is not None)  # where ``more`` starts in ``others``
 
     def kernel(sample: Any, *others: Any, rng: Any = None, **args: Any) -> Any:
         shape = others[len(extra)].shape if reference is not None else (1, 1)
         geo = impl.geometry(shape, ref_layout, args, rng, others[: len(extra)])
-        return rule(np.asarray(sample), geo, *others[first_more - 1 :])
+        return rule(np.asarray(sample), geo, *others[more_at:])
 
     inputs = [data, *extra, *([reference] if reference is not None else []), *more]
     call = SampleCall.of(
@@ -436,7 +436,8 @@ def _geometric_call(
         batch_args=batch_args,
         checked=range(1, 1 + len(extra)),
     )
-    results = ctx.map(lambda i: call(i, [x.samples[i] for x in inputs]), n)
+    columns = [x.samples for x in inputs]
+    results = ctx.map(lambda i: call(i, [c[i] for c in columns]), n)
     out = TensorList([r[0] for r in results], data.layout(), data.sources)
     return [out] * impl.num_outputs
 
