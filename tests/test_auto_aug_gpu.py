@@ -78,12 +78,18 @@ def run_policy(
 
     pipe = efficientnet()
     out, chosen = [], set()
-    for _ in range(iterations):
-        images, _labels = pipe.run()
-        assert images.device == device, (name, images.device)
-        host = images.as_cpu()
-        out.extend(np.array(host.at(i)) for i in range(len(host)))
-        chosen |= {v for record in pipe.draws() for v in record.values() if isinstance(v, str)}
+    try:
+        for _ in range(iterations):
+            images, _labels = pipe.run()
+            assert images.device == device, (name, images.device)
+            host = images.as_cpu()
+            out.extend(np.array(host.at(i)) for i in range(len(host)))
+            chosen |= {v for record in pipe.draws() for v in record.values() if isinstance(v, str)}
+    finally:
+        # Closed, so that no batch is computed ahead in the background after the test: on the
+        # fake GPU, a copy to the GPU read ahead after the fixture removed the fake CuPy could
+        # leave backend's cached answer "CuPy is not installed" to the next test.
+        pipe.close()
     return out, chosen
 
 
